@@ -1,0 +1,83 @@
+"""Measure the workflow's targets: set-up time, dry-run time, cold default run, job counts.
+
+    .venv/bin/python benchmarks/workflow.py [--setup] [--tests] [--out FILE]
+
+The default run happens in a fresh temporary working directory (cold: empty results/). With
+``--setup`` the environment is also built from scratch in a temporary copy of the repository,
+and ``--tests`` times the test suite. Prints a Markdown report (and writes it to ``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
+             "--configfile", str(ROOT / "config" / "config.yaml"), "--cores", "2"]
+
+
+def timed(command: list[str], cwd: Path) -> tuple[float, str]:
+    start = time.perf_counter()
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        sys.exit(f"failed: {' '.join(command)}\n{result.stdout[-2000:]}{result.stderr[-4000:]}")
+    return time.perf_counter() - start, result.stdout + result.stderr
+
+
+def job_counts(output: str) -> dict[str, int]:
+    table = output.split("Job stats:")[-1]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--setup", action="store_true", help="also time a from-scratch set-up")
+    parser.add_argument("--tests", action="store_true", help="also time the test suite")
+    parser.add_argument("--out", type=Path, help="write the report here too")
+    args = parser.parse_args()
+    rows: list[tuple[str, str]] = []
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch) / "run"
+        work.mkdir()
+        dry_seconds, dry = timed([*SNAKEMAKE, "--directory", str(work), "--dry-run"], ROOT)
+        jobs = job_counts(dry)
+        rows.append(("`snakemake -n` (default config)", f"{dry_seconds:.1f} s"))
+        rows.append(("jobs planned", ", ".join(f"{k} {v}" for k, v in jobs.items())))
+        run_seconds, _ = timed([*SNAKEMAKE, "--directory", str(work)], ROOT)
+        rows.append(("default run, cold, 2 cores", f"{run_seconds:.0f} s"))
+        cards = sorted((work / "results" / "studies").glob("*/models/*/*.json"))
+        distinct = {(json.loads(c.read_text())["train_indices_sha256"],
+                     json.loads(c.read_text())["seed"]) for c in cards}
+        rows.append(("training jobs / models / distinct (data, seed)",
+                     f"{jobs.get('train', 0)} / {len(cards)} / {len(distinct)}"))
+        train_seconds = sum(json.loads(c.read_text())["train_seconds"] for c in cards)
+        rows.append(("sum of in-job training seconds", f"{train_seconds:.0f} s"))
+        benches = list((work / "results" / "benchmarks").glob("*/score-*.tsv"))
+        score_seconds = sum(float(b.read_text().splitlines()[1].split("\t")[0]) for b in benches)
+        rows.append(("sum of scoring-job seconds", f"{score_seconds:.0f} s"))
+        if args.setup:
+            copy = Path(scratch) / "repo"
+            shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
+                ".venv", "results", ".snakemake", "logs", ".git", "__pycache__"))
+            setup_seconds, _ = timed(["bash", "setup.sh"], copy)
+            rows.append(("environment set-up from scratch", f"{setup_seconds:.0f} s"))
+    if args.tests:
+        test_seconds, output = timed([sys.executable, "-m", "pytest", "-q"], ROOT)
+        summary = output.strip().splitlines()[-1]
+        rows.append(("test suite", f"{test_seconds:.0f} s ({summary})"))
+    report = "| measure | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+    print(report)
+    if args.out:
+        args.out.write_text(report + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+"""miarepro: reproduce five membership-inference-attack papers on one shared pipeline."""
+
+__version__ = "0.1.0"

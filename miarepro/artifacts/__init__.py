@@ -1,0 +1,1 @@
+"""Tables, figures and the results index built from attack scores."""

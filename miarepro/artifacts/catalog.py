@@ -1,0 +1,176 @@
+"""The checklist of artifacts to reproduce and the numbers the papers report for them.
+
+``catalog.yaml`` holds one entry per checklist artifact (every table, figure and quoted text
+result of the five papers), so that the results index can report an honest status for each one,
+including those no configuration builds yet. ``paper_values.csv`` holds every number the papers
+print for those artifacts, in long format, so each built table can show the paper's value beside
+ours.
+
+Conventions of ``paper_values.csv`` (one row per printed number; cells printed as "-" or blank
+are omitted):
+
+- ``dataset``: lower-case snake name (``purchase100_s`` is IHA's 25K Purchase-100(S) pool,
+  ``mnist_odd`` IHA's odd/even MNIST, ``cifar10_vs_cinic10`` BMIA's CIFAR-10 target queried with
+  CINIC-10 non-members); ``a+b`` names a group of datasets reported together.
+- ``model``: the architecture, only where the paper's table varies it.
+- ``attack``: canonical name. Where the paper states the variant it is part of the name: BMIA's
+  LiRA is ``lira_offline``, IHA's is ``lira_online``, QMIA's (unstated) is ``lira``. The paper's
+  own row label is kept in ``note`` when the mapping is not obvious.
+- ``setting``: row parameters as ``key=value`` pairs joined by ``;`` (e.g. ``n=4``).
+- ``metric``: ``tpr@1%``, ``precision@0.1%``, ``pinball@1%``, ``auc``, ``gpu_minutes``, ... TPR,
+  precision and accuracies are in percent and AUC a fraction, as printed; exceptions say so in
+  ``note`` (Subpop's AUC is in percent). For text claims, a ``_lb`` / ``_ub`` suffix marks a
+  lower / upper bound ("over 70%", "less than 2%"), ``_max`` an "as much as" figure and
+  ``_approx`` a rough value.
+- ``std``: the printed ± where there is one.
+- ``note``: units that might surprise and ``[!]`` flags for cells the papers contradict.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+HERE = Path(__file__).resolve().parent
+CATALOG_PATH = HERE / "catalog.yaml"
+PAPER_VALUES_PATH = HERE / "paper_values.csv"
+
+#: Checklist IDs: paper prefix, T(able) / F(igure) / X (text), a number and an optional panel.
+ID_PATTERN = re.compile(r"^(BMIA|SM|QMIA|IHA|SUB)-([TFX])(\d+)([a-z]?)$")
+
+PAPERS = {"BMIA": "bmia", "SM": "stolen-memories", "QMIA": "qmia", "IHA": "iha", "SUB": "subpop"}
+KINDS = {"T": "table", "F": "figure", "X": "text"}
+CLASSES = frozenset({"Q", "S", "P", "config"})
+REQUIRED_KEYS = ("paper", "kind", "class", "title", "needs", "todo")
+
+#: What an artifact may need that this setting cannot provide: data sets that have to be
+#: downloaded, and an accelerator for the full-scale run.
+NEEDS = frozenset({
+    "cifar10", "cifar100", "cinic10", "imagenet", "purchase100", "texas100", "mnist",
+    "fashion_mnist", "svhn", "lfw", "adult", "openml", "acs", "pima", "hepatitis",
+    "german_credit", "gpu",
+})
+
+PAPER_VALUE_COLUMNS = ("artifact", "dataset", "model", "attack", "setting", "metric", "value",
+                       "std", "note")
+_TEXT_COLUMNS = ("artifact", "dataset", "model", "attack", "setting", "metric", "note")
+
+
+def _check_entry(artifact_id: str, entry: Any) -> dict[str, Any]:
+    """Reject a malformed entry early, so a typo cannot silently drop an artifact's status."""
+    match = ID_PATTERN.match(str(artifact_id))
+    if match is None:
+        raise ValueError(f"catalog: artifact ID {artifact_id!r} does not match "
+                         f"{ID_PATTERN.pattern}")
+    if not isinstance(entry, dict):
+        raise ValueError(f"catalog: {artifact_id}: entry must be a mapping")
+    missing = [key for key in REQUIRED_KEYS if key not in entry]
+    if missing:
+        raise ValueError(f"catalog: {artifact_id}: missing key(s) {missing}")
+    extra = sorted(set(entry) - set(REQUIRED_KEYS))
+    if extra:
+        raise ValueError(f"catalog: {artifact_id}: unknown key(s) {extra}")
+    prefix, letter = match.group(1), match.group(2)
+    if entry["paper"] != PAPERS[prefix]:
+        raise ValueError(f"catalog: {artifact_id}: key 'paper' is {entry['paper']!r}, "
+                         f"expected {PAPERS[prefix]!r}")
+    if entry["kind"] != KINDS[letter]:
+        raise ValueError(f"catalog: {artifact_id}: key 'kind' is {entry['kind']!r}, "
+                         f"expected {KINDS[letter]!r}")
+    if entry["class"] not in CLASSES:
+        raise ValueError(f"catalog: {artifact_id}: key 'class' is {entry['class']!r}, "
+                         f"expected one of {sorted(CLASSES)}")
+    for key in ("title", "todo"):
+        if not isinstance(entry[key], str) or not entry[key].strip():
+            raise ValueError(f"catalog: {artifact_id}: key {key!r} must be a non-empty string")
+    needs = entry["needs"]
+    if not isinstance(needs, list) or not all(isinstance(n, str) for n in needs):
+        raise ValueError(f"catalog: {artifact_id}: key 'needs' must be a list of names")
+    unknown = sorted(set(needs) - NEEDS)
+    if unknown:
+        raise ValueError(f"catalog: {artifact_id}: key 'needs' has unknown name(s) {unknown}; "
+                         f"known: {sorted(NEEDS)}")
+    if len(set(needs)) != len(needs):
+        raise ValueError(f"catalog: {artifact_id}: key 'needs' lists a name twice")
+    return entry
+
+
+def parse_catalog(text: str) -> dict[str, dict[str, Any]]:
+    """Parse and validate catalog YAML; split from the file read so tests can feed bad entries."""
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict) or not data:
+        raise ValueError("catalog: expected a non-empty mapping of artifact IDs")
+    return {str(key): _check_entry(key, value) for key, value in data.items()}
+
+
+@cache
+def _catalog() -> dict[str, dict[str, Any]]:
+    return parse_catalog(CATALOG_PATH.read_text(encoding="utf-8"))
+
+
+def load_catalog() -> dict[str, dict[str, Any]]:
+    """Every checklist artifact, in checklist order (a fresh copy: callers may mutate it)."""
+    return {key: {**entry, "needs": list(entry["needs"])} for key, entry in _catalog().items()}
+
+
+ARTIFACT_IDS: tuple[str, ...] = tuple(_catalog())
+
+
+def check_paper_values(frame: pd.DataFrame) -> pd.DataFrame:
+    """Validate the transcribed values; a bad row would otherwise show as a wrong paper number."""
+    if tuple(frame.columns) != PAPER_VALUE_COLUMNS:
+        raise ValueError(f"paper_values: columns {list(frame.columns)}, "
+                         f"expected {list(PAPER_VALUE_COLUMNS)}")
+    unknown = sorted(set(frame["artifact"]) - set(ARTIFACT_IDS))
+    if unknown:
+        raise ValueError(f"paper_values: artifact(s) {unknown} are not catalog IDs")
+    frame = frame.copy()
+    for column in ("value", "std"):
+        raw = frame[column]
+        numbers = pd.to_numeric(raw.where(raw != ""), errors="coerce")
+        bad = numbers.isna() & ((raw != "") | (column == "value"))
+        if bad.any():
+            row = int(bad.idxmax())
+            raise ValueError(f"paper_values: line {row + 2} ({frame.at[row, 'artifact']}): "
+                             f"{column} {raw[row]!r} is not a number")
+        frame[column] = numbers.astype(float)
+    for column in ("artifact", "metric"):
+        empty = frame.index[frame[column] == ""]
+        if len(empty):
+            raise ValueError(f"paper_values: line {int(empty[0]) + 2}: empty {column}")
+    key = ["artifact", "dataset", "model", "attack", "setting", "metric"]
+    duplicated = frame[frame.duplicated(key, keep=False)]
+    if not duplicated.empty:
+        first = duplicated.iloc[0]
+        raise ValueError(f"paper_values: {first['artifact']}: duplicate cell "
+                         f"{dict(first[key[1:]])}")
+    return frame
+
+
+@cache
+def _paper_values() -> pd.DataFrame:
+    frame = pd.read_csv(PAPER_VALUES_PATH, dtype=str, keep_default_na=False, encoding="utf-8")
+    return check_paper_values(frame)
+
+
+def paper_values(artifact: str | None = None) -> pd.DataFrame:
+    """The papers' numbers, all or one artifact's (empty for an artifact with none).
+
+    Text columns hold ``""`` where a field does not apply; ``value`` and ``std`` are floats
+    (``std`` is NaN where no ± is printed). An ID outside the catalog raises ValueError, so a
+    misspelt artifact cannot pass for one without paper values.
+    """
+    frame = _paper_values()
+    if artifact is not None:
+        if artifact not in ARTIFACT_IDS:
+            raise ValueError(f"paper_values: unknown artifact {artifact!r}")
+        frame = frame[frame["artifact"] == artifact]
+    return frame.reset_index(drop=True).copy()
+
+
+__all__ = ["ARTIFACT_IDS", "ID_PATTERN", "load_catalog", "paper_values", "parse_catalog"]

@@ -1,0 +1,49 @@
+"""``results/artifacts/index.md``: every checklist artifact with an honest status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from miarepro import io
+from miarepro.artifacts.builders import BUILDERS
+
+
+def status(artifact_id: str, entry: dict[str, Any], config: dict[str, Any]) -> str:
+    if artifact_id in config["artifacts"]:
+        settings = config["artifacts"][artifact_id]
+        studies = settings.get("studies", list(config["studies"]))
+        deviations = sorted({d for s in studies for d in config["studies"][s]["deviations"]})
+        if config["scale"] == "paper" and not deviations:
+            return "reproduced"
+        return "scaled-down proxy (" + ("; ".join(deviations) or "miniature settings") + ")"
+    if entry["needs"]:
+        return f"needs {', '.join(entry['needs'])}: {entry['todo']}"
+    return f"not yet implemented: {entry['todo']}"
+
+
+def write_index(config: dict[str, Any], path: str) -> None:
+    from miarepro.artifacts.catalog import load_catalog
+
+    catalog = load_catalog()
+    lines = ["# Artifacts", "",
+             f"Configuration scale: **{config['scale']}**. Every table shows the paper's value "
+             "beside ours and the deviations of the run.", "",
+             "| ID | paper | kind | title | status | files |", "|---|---|---|---|---|---|"]
+    for artifact_id, entry in catalog.items():
+        files = _links(artifact_id, config)
+        lines.append(f"| {artifact_id} | {entry['paper']} | {entry['kind']} | {entry['title']} "
+                     f"| {status(artifact_id, entry, config)} | {files} |")
+    extra = [name for name in config["artifacts"] if name not in catalog]
+    if extra:
+        lines += ["", "## Cross-paper artifacts", "", "| name | builder | files |", "|---|---|---|"]
+        lines += [f"| {name} | {config['artifacts'][name]['builder']} | {_links(name, config)} |"
+                  for name in extra]
+    io.write_text(path, "\n".join(lines) + "\n")
+
+
+def _links(name: str, config: dict[str, Any]) -> str:
+    if name not in config["artifacts"]:
+        return ""
+    builder = BUILDERS[config["artifacts"][name]["builder"]]
+    paths = builder.outputs("", name, config)
+    return " ".join(f"[{p.rsplit('.', 1)[1]}]({p.split('/')[-1]})" for p in paths)

@@ -1,0 +1,14 @@
+"""Attack families, registered by name. Importing this package registers all of them."""
+
+from miarepro.attacks import (  # noqa: F401
+    attack_r,
+    calibrated,
+    lira,
+    loo,
+    marginal,
+    rmia,
+    shadow,
+)
+from miarepro.attacks.base import REGISTRY, AttackContext, AttackSpec, get_attack, register
+
+__all__ = ["REGISTRY", "AttackContext", "AttackSpec", "get_attack", "register"]

@@ -1,0 +1,162 @@
+"""The attack interface: one context per target model in, one score per audited sample out.
+
+An attack is a plain function ``fn(ctx, **params) -> np.ndarray`` of shape ``(len(ctx.audit),)``,
+higher meaning "more likely a member". It is registered under a family name with
+:func:`register`; a study's config lists attack instances by name, each naming its family and
+its parameters. Black-box attacks read only the logits in the context; white-box attacks (IHA,
+Stolen Memories) and attacks with their own attack-side models (BMIA, QMIA, Subpop) also use
+``ctx.study``, a lazy handle to the dataset, models and training recipe.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from miarepro import signals
+
+_CHUNK_ELEMENTS = 1 << 18  # logits converted to float64 at a time (2 MB: stays in cache)
+
+
+class StudyHandle(Protocol):
+    """What white-box and attack-side-model attacks may load (see :mod:`miarepro.study`)."""
+
+    def features(self) -> np.ndarray: ...
+
+    def load_model(self, role: str, index: int) -> Any: ...
+
+    def recipe(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class AttackContext:
+    """Inputs of one attack on one target model.
+
+    Indices (``audit``, ``population``, ``validation``) point into the study dataset of ``M``
+    samples; all logits cover every one of those ``M`` samples.
+
+    - ``labels``: ``(M,)`` integer labels.
+    - ``audit``: ``(N,)`` the samples scored; membership is ``target_mask[audit]``.
+    - ``population``: samples no model trained on (RMIA's ``Z``, QMIA's training data).
+    - ``target_logits``: ``(A, M, C)``, ``A`` = queries per sample (1, or augmentations).
+    - ``reference_logits``: ``(K, A, M, C)`` for the ``K`` reference models this attack asked for.
+    - ``reference_masks``: ``(K, M)`` True where reference model ``k`` trained on the sample.
+    - ``reference_pool``: the samples reference models are drawn from (halves of it each).
+    - ``loo_logits``: ``(N, J, A, C)`` for attacks registered with ``needs_loo``: the logits of
+      ``J`` leave-one-out models on each audited sample ``audit[i]``, each trained on the target's
+      training set without that sample. The workflow then restricts ``audit`` to those records.
+    """
+
+    labels: np.ndarray
+    audit: np.ndarray
+    population: np.ndarray
+    validation: np.ndarray
+    target_logits: np.ndarray
+    target_mask: np.ndarray
+    reference_logits: np.ndarray
+    reference_masks: np.ndarray
+    reference_pool: np.ndarray
+    loo_logits: np.ndarray | None = None
+    target_index: int = 0
+    seed: int = 0
+    study: StudyHandle | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def n_references(self) -> int:
+        return int(self.reference_logits.shape[0])
+
+    def target_statistic(self, name: str, indices: np.ndarray | None = None) -> np.ndarray:
+        """Member-high statistic of the target on ``indices`` (default: audit), ``(A, n)``."""
+        idx = self.audit if indices is None else indices
+        return signals.statistic(name, self.target_logits[:, idx], self.labels[idx])
+
+    def reference_statistic(self, name: str, indices: np.ndarray | None = None) -> np.ndarray:
+        """Member-high statistic of every reference model, ``(K, A, n)``.
+
+        Computed one model and a few thousand samples at a time, on the requested samples only,
+        so no float64 copy of the whole ``(K, A, M, C)`` logits array is made (at 64 models x
+        50,000 samples x 100 classes the float32 logits alone are 1.3 GB).
+        """
+        idx = self.audit if indices is None else np.asarray(indices)
+        logits = self.reference_logits
+        n_models, n_queries, n_classes = logits.shape[0], logits.shape[1], logits.shape[-1]
+        if n_models == 0:
+            raise ValueError("this attack needs reference models, but the context has none")
+        block = max(1, _CHUNK_ELEMENTS // (n_queries * n_classes))
+        labels = self.labels[idx]
+        out = np.empty((n_models, n_queries, len(idx)), dtype=np.float64)
+        for k in range(n_models):
+            for start in range(0, len(idx), block):
+                part = slice(start, start + block)
+                out[k, :, part] = signals.statistic(name, logits[k][:, idx[part]], labels[part])
+        return out
+
+    def reference_in(self, indices: np.ndarray | None = None) -> np.ndarray:
+        """``(K, n)`` booleans: did reference model ``k`` train on each sample?"""
+        idx = self.audit if indices is None else indices
+        return self.reference_masks[:, idx]
+
+
+AttackFn = Callable[..., np.ndarray]
+
+
+@dataclass(frozen=True)
+class AttackSpec:
+    """A registered attack family and what the workflow must provide for it."""
+
+    name: str
+    fn: AttackFn
+    needs_references: bool
+    needs_loo: bool
+    whitebox: bool
+    description: str
+
+    def defaults(self) -> dict[str, Any]:
+        parameters = list(inspect.signature(self.fn).parameters.values())[1:]
+        return {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty}
+
+    def check_params(self, params: dict[str, Any], where: str) -> None:
+        """Reject unknown or missing parameters, naming the bad key."""
+        parameters = list(inspect.signature(self.fn).parameters.values())[1:]
+        known = {p.name for p in parameters}
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise ValueError(
+                f"{where}: unknown parameter(s) {unknown} for attack {self.name!r}; "
+                f"known: {sorted(known)}"
+            )
+        missing = [p.name for p in parameters
+                   if p.default is inspect.Parameter.empty and p.name not in params]
+        if missing:
+            raise ValueError(f"{where}: attack {self.name!r} needs parameter(s) {missing}")
+
+
+REGISTRY: dict[str, AttackSpec] = {}
+
+
+def register(
+    name: str, *, needs_references: bool = False, needs_loo: bool = False, whitebox: bool = False
+) -> Callable[[AttackFn], AttackFn]:
+    """Register ``fn`` as attack family ``name``; the first docstring line describes it."""
+
+    def decorate(fn: AttackFn) -> AttackFn:
+        if name in REGISTRY:
+            raise ValueError(f"attack {name!r} registered twice")
+        doc = (fn.__doc__ or "").strip().splitlines()
+        REGISTRY[name] = AttackSpec(
+            name, fn, needs_references, needs_loo, whitebox, doc[0] if doc else ""
+        )
+        return fn
+
+    return decorate
+
+
+def get_attack(name: str) -> AttackSpec:
+    if name not in REGISTRY:
+        raise KeyError(f"unknown attack {name!r}; known attacks: {sorted(REGISTRY)}")
+    return REGISTRY[name]
+

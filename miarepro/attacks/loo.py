@@ -1,0 +1,47 @@
+"""Leave-one-out reference attacks, as IHA (Suri et al.) evaluates them: the L-attack of Ye et
+al. (2022) and LiRA-L.
+
+The workflow trains, for each of a configurable number of records ``x``, ``J`` models on the
+target's training set without ``x`` and restricts the audit set to those records;
+``ctx.loo_logits`` holds their logits ``(N, J, A, C)``. Those models are exactly the OUT
+distribution for ``x`` with every other training record held fixed, the strongest reference a
+black-box attacker can have (IHA Table 1, "leave-one-out knowledge").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from miarepro.attacks.base import AttackContext, register
+from miarepro.attacks.lira import STATISTICS, offline_score
+from miarepro.attacks.reference import check_choice, loo_statistic, percentile_rank
+
+
+@register("l_attack", needs_loo=True)
+def l_attack(ctx: AttackContext, statistic: str = "loss",
+             interpolation: str = "linear") -> np.ndarray:
+    """L-attack (Ye et al. 2022): percentile of the target's loss among leave-one-out losses.
+
+    The threshold at FPR ``alpha`` is the ``(1 - alpha)``-quantile of the LOO models' member-high
+    statistic (``-loss``, as IHA uses it), so the ROC score is the percentile rank, interpolated
+    as in Attack-R (:func:`miarepro.attacks.reference.percentile_rank`). Queries are averaged.
+    """
+    check_choice("interpolation", interpolation, ("linear", "midrank"))
+    values = loo_statistic(ctx, statistic).mean(axis=1)
+    target = ctx.target_statistic(statistic).mean(axis=0)
+    return percentile_rank(values, np.ones(values.shape, dtype=bool), target, interpolation)
+
+
+@register("lira_l", needs_loo=True)
+def lira_l(ctx: AttackContext, variance: str = "per_example",
+           statistic: str = "loss") -> np.ndarray:
+    """LiRA-L (IHA): offline LiRA with the leave-one-out models as the OUT distribution.
+
+    One-sided Gaussian test ``sum_a log Phi((s_a - mu_LOO,a) / s_LOO,a)``; the loss is the
+    default statistic because IHA describes its LiRA baselines on loss scores (matrix A20).
+    """
+    check_choice("variance", variance, ("per_example", "global"))
+    check_choice("statistic", statistic, STATISTICS)
+    values = loo_statistic(ctx, statistic)
+    member = np.zeros((values.shape[0], values.shape[2]), dtype=bool)
+    return offline_score(ctx.target_statistic(statistic), values, member, variance)

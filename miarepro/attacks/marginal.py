@@ -1,0 +1,26 @@
+"""Attacks that need no reference model: a global threshold on one statistic of the target.
+
+LOSS (Yeom et al.), Attack-P (Ye et al.; BMIA's baseline on the hinge score), QMIA's "Marginal"
+baseline and Subpop's "Yeom" row are all this one attack with a different statistic: the score
+is the statistic itself, and sweeping the ROC threshold is the global threshold. The naive
+attack of Stolen Memories predicts "member" exactly when the target classifies the sample
+correctly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from miarepro.attacks.base import AttackContext, register
+
+
+@register("marginal")
+def marginal(ctx: AttackContext, statistic: str = "loss") -> np.ndarray:
+    """Global threshold on one target statistic (LOSS, Attack-P, Marginal, Yeom)."""
+    return ctx.target_statistic(statistic).mean(axis=0)
+
+
+@register("naive")
+def naive(ctx: AttackContext) -> np.ndarray:
+    """Member if and only if the target predicts the label correctly (label-only)."""
+    return ctx.target_statistic("correct")[0]

@@ -1,0 +1,127 @@
+"""The dataset registry: every dataset of every study is loaded through :func:`load_dataset`.
+
+A config names a dataset by a spec such as ``{"source": "purchase_like", "n_samples": 5000}``.
+``source`` picks a loader from :data:`SOURCES`; the other keys are that loader's parameters,
+plus a few options that apply to every source (:data:`COMMON_OPTIONS`). Typos fail at once with
+the offending key named, instead of silently falling back to a default.
+
+Heavy libraries (torchvision, scikit-learn, mlxtend, pandas) are imported inside the loaders, so
+importing this package to validate a config stays cheap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from miarepro.data import embedded, synthetic, tabular_archives, torchvision_sets
+from miarepro.data.dataset import Dataset
+from miarepro.data.download import DatasetUnavailable, fetch, require_file
+
+__all__ = ["COMMON_OPTIONS", "SOURCES", "Dataset", "DatasetUnavailable", "check_spec", "fetch",
+           "load_dataset", "relabel", "require_file", "subsample"]
+
+SOURCES: dict[str, Callable[..., Dataset]] = {
+    # embedded: shipped with installed packages, offline
+    "digits": embedded.digits,
+    "breast_cancer": embedded.breast_cancer,
+    "mnist_subset": embedded.mnist_subset,
+    # generated
+    "sm_synthetic": synthetic.sm_synthetic,
+    "purchase_like": synthetic.purchase_like,
+    "toy_sin": synthetic.toy_sin,
+    # real datasets, read from <root>/<source>/ (downloaded there only if the spec allows it)
+    "cifar10": torchvision_sets.cifar10,
+    "cifar100": torchvision_sets.cifar100,
+    "mnist": torchvision_sets.mnist,
+    "fashion_mnist": torchvision_sets.fashion_mnist,
+    "purchase100": tabular_archives.purchase100,
+    "texas100": tabular_archives.texas100,
+}
+
+#: Spec keys handled here for every source, with their defaults.
+COMMON_OPTIONS: dict[str, Any] = {"subsample": None, "subsample_seed": 0, "relabel": None}
+RELABELINGS = ("odd_even",)
+
+
+def loader_parameters(source: str) -> list[str]:
+    """The spec keys a source's loader accepts (its parameters after ``root``)."""
+    parameters = list(inspect.signature(SOURCES[source]).parameters)
+    return parameters[1:]
+
+
+def _split_spec(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """(source, loader parameters, common options) of a spec, or ValueError naming the key."""
+    options = dict(spec)
+    if "source" not in options:
+        raise ValueError(f"dataset spec {dict(spec)!r} has no 'source'; known sources: "
+                         f"{sorted(SOURCES)}")
+    source = options.pop("source")
+    if source not in SOURCES:
+        raise ValueError(f"unknown dataset source {source!r}; known sources: {sorted(SOURCES)}")
+    common = {key: options.pop(key, default) for key, default in COMMON_OPTIONS.items()}
+    accepted = loader_parameters(source)
+    for key in options:
+        if key not in accepted:
+            raise ValueError(f"unknown parameter {key!r} for dataset source {source!r}; "
+                             f"accepted: {accepted + sorted(COMMON_OPTIONS)}")
+    if common["relabel"] is not None and common["relabel"] not in RELABELINGS:
+        raise ValueError(f"unknown relabel {common['relabel']!r}; known: {list(RELABELINGS)}")
+    return source, options, common
+
+
+def check_spec(spec: Mapping[str, Any]) -> None:
+    """Validate a spec's source and keys without loading anything (for config checks)."""
+    _split_spec(spec)
+
+
+def load_dataset(spec: Mapping[str, Any], root: str | os.PathLike[str] = "data") -> Dataset:
+    """Load the dataset described by ``spec``; real datasets live under ``root/<source>/``.
+
+    Raises ValueError for an unknown source or parameter, and DatasetUnavailable (a
+    FileNotFoundError) when a real dataset's files are missing.
+    """
+    source, options, common = _split_spec(spec)
+    dataset = SOURCES[source](Path(root), **options)
+    if common["relabel"] is not None:
+        dataset = relabel(dataset, common["relabel"])
+    if common["subsample"] is not None:
+        dataset = subsample(dataset, common["subsample"], common["subsample_seed"])
+    return dataset
+
+
+def relabel(dataset: Dataset, scheme: str) -> Dataset:
+    """Derive a new labelling; ``"odd_even"`` is IHA's MNIST-Odd (label = digit % 2)."""
+    if scheme not in RELABELINGS:
+        raise ValueError(f"unknown relabel {scheme!r}; known: {list(RELABELINGS)}")
+    if dataset.task != "classification":
+        raise ValueError(f"relabel {scheme!r} needs a classification dataset, "
+                         f"{dataset.name!r} is {dataset.task}")
+    return dataclasses.replace(
+        dataset, y=dataset.y % 2, n_classes=2, name=f"{dataset.name}_{scheme}",
+        meta={**dataset.meta, "relabel": scheme, "class_names": ["even", "odd"],
+              "relabel_description": "label = original label % 2 (0 even, 1 odd)"},
+    )
+
+
+def subsample(dataset: Dataset, size: int, seed: int = 0) -> Dataset:
+    """A seeded random subset of ``size`` records, kept in their original order.
+
+    Keeping the order means ``meta["official_test_start"]`` can be updated to the number of
+    kept records that came from the official training split.
+    """
+    total = len(dataset)
+    if int(size) != size or not 1 <= size <= total:
+        raise ValueError(f"subsample must be an integer in 1..{total} for {dataset.name!r}, "
+                         f"got {size!r}")
+    keep = np.sort(np.random.default_rng(seed).choice(total, size=int(size), replace=False))
+    meta = {**dataset.meta, "subsample": {"size": int(size), "seed": seed, "of": total}}
+    if "official_test_start" in meta:
+        meta["official_test_start"] = int(np.searchsorted(keep, meta["official_test_start"]))
+    return dataclasses.replace(dataset, X=dataset.X[keep], y=dataset.y[keep], meta=meta)

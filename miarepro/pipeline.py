@@ -1,0 +1,143 @@
+"""The steps of the workflow as plain functions of paths and config slices.
+
+Each Snakemake rule's script calls exactly one of these, so every step can also be run and
+tested without Snakemake. Outputs are written atomically.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from miarepro import io, splits
+from miarepro.config import attack_params
+
+log = logging.getLogger(__name__)
+ROLE_IDS = {"target": 1, "reference": 2, "loo": 3}
+
+
+def make_dataset(spec: dict[str, Any], data_dir: str, output: str) -> None:
+    """Load (or generate) a dataset once and store it as arrays plus a JSON description."""
+    from miarepro.data import load_dataset
+
+    dataset = load_dataset(dict(spec), root=Path(data_dir))
+    io.write_arrays(output, X=dataset.X, y=dataset.y)
+    io.write_json(Path(output).with_suffix(".json"), {
+        "name": dataset.name, "task": dataset.task, "n_classes": dataset.n_classes,
+        "input_shape": list(dataset.input_shape), "n_samples": len(dataset.y),
+        "meta": dataset.meta,
+    })
+
+
+def make_split(dataset_path: str, spec: dict[str, Any], output: str) -> None:
+    with np.load(dataset_path) as data:
+        n_samples = len(data["y"])
+    io.write_arrays(output, **splits.make_split(n_samples, spec))
+
+
+def model_seed(base_seed: int, role: str, index: int) -> int:
+    """Distinct, reproducible seed per model; independent of how many models exist."""
+    return int(np.random.SeedSequence([base_seed, ROLE_IDS[role], index]).generate_state(1)[0])
+
+
+def train(dataset_path: str, split_path: str, role: str, index: int, architecture: dict,
+          recipe: dict, queries: list[str], model_path: str, signals_path: str,
+          threads: int = 1) -> None:
+    """Train model ``role/index`` and save its weights, a JSON card and its logits everywhere."""
+    import torch
+
+    torch.set_num_threads(threads)  # parallel jobs would otherwise oversubscribe the cores
+
+    from miarepro.training import predict_logits, train_model
+
+    data = io.read_arrays(dataset_path)
+    split = io.read_arrays(split_path)
+    description = io.read_json(Path(dataset_path).with_suffix(".json"))
+    indices = splits.training_indices(split, role, index)
+    recipe = dict(recipe)
+    seed = model_seed(int(recipe.pop("seed", 0)), role, index)
+    held_out = split["target_test"] if len(split["target_test"]) else split["population"]
+    trained = train_model(data["X"], data["y"], indices, architecture, recipe,
+                          description["n_classes"], seed, eval_indices=held_out)
+    start = time.perf_counter()
+    logits = predict_logits(trained.model, data["X"], queries)
+    info = {**trained.info, "role": role, "index": index,
+            "train_indices_sha256": _digest(indices),
+            "signal_seconds": round(time.perf_counter() - start, 3),
+            "architecture": architecture, "recipe": recipe, "queries": list(queries)}
+    log.info("%s/%d: %s", role, index, {k: info[k] for k in
+             ("train_accuracy", "test_accuracy", "train_seconds") if k in info})
+    with io.atomic_path(signals_path) as tmp, open(tmp, "wb") as handle:
+        np.save(handle, logits)
+    with io.atomic_path(model_path) as tmp:
+        torch.save(trained.model.state_dict(), tmp)
+    io.write_json(Path(model_path).with_suffix(".json"), info)
+
+
+def _digest(indices: np.ndarray) -> str:
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(indices, dtype=np.int64).tobytes()).hexdigest()
+
+
+def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_signals: list[str],
+          reference_signals: list[str], loo_signals: list[str], output: str,
+          study: Any = None) -> None:
+    """Run one attack instance on every target of a study and write its scores table."""
+    from miarepro.attacks import AttackContext, get_attack
+
+    spec = get_attack(attack["attack"])
+    params = attack_params(attack)
+    with np.load(dataset_path) as data:
+        labels = data["y"]
+    split = io.read_arrays(split_path)
+    targets = [np.load(path) for path in target_signals]
+    references = _stack(reference_signals, empty_like=targets[0])
+    reference_masks = np.stack([splits.training_mask(split, "reference", i)
+                                for i in range(len(reference_signals))]) \
+        if reference_signals else np.zeros((0, len(labels)), dtype=bool)
+    audit, loo_logits = split["audit"], None
+    if spec.needs_loo:
+        audit, loo_logits = _loo_inputs(split, attack, loo_signals)
+    frames = []
+    for target, target_logits in enumerate(targets):
+        context = AttackContext(
+            labels=labels, audit=audit, population=split["population"],
+            validation=split["validation"], target_logits=target_logits,
+            target_mask=splits.training_mask(split, "target", target),
+            reference_logits=references, reference_masks=reference_masks,
+            reference_pool=split["reference_pool"], loo_logits=loo_logits,
+            target_index=target, seed=int(split["seed"]), study=study)
+        values = np.asarray(spec.fn(context, **params), dtype=np.float64)
+        if values.shape != audit.shape:
+            raise RuntimeError(f"attack {spec.name!r} returned shape {values.shape}, "
+                               f"expected {audit.shape}")
+        frames.append(pd.DataFrame({"sample": audit, "target": target,
+                                    "member": context.target_mask[audit], "score": values}))
+    io.write_table(output, pd.concat(frames, ignore_index=True))
+
+
+def _stack(paths: list[str], empty_like: np.ndarray) -> np.ndarray:
+    if not paths:
+        return np.zeros((0, *empty_like.shape), dtype=np.float32)
+    return np.stack([np.load(path, mmap_mode="r") for path in paths])
+
+
+def _loo_inputs(split: dict, attack: dict, loo_signals: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Audit = the leave-one-out records; logits ``(R, J, A, C)`` of their LOO models."""
+    records = splits.loo_records(split, attack["loo_records"])
+    models = attack["loo_models"]
+    by_record = []
+    for k, record in enumerate(records):
+        paths = loo_signals[k * models : (k + 1) * models]
+        by_record.append(np.stack([np.load(p, mmap_mode="r")[:, record] for p in paths]))
+    return records, np.stack(by_record)
+
+
+def loo_model_indices(records: int, models: int) -> list[int]:
+    return [k * splits.LOO_STRIDE + j for k in range(records) for j in range(models)]

@@ -1,0 +1,73 @@
+"""Per-sample statistics derived from saved logits, shared by every logit-based attack.
+
+All functions take logits of shape ``(..., n, C)`` and integer labels of shape ``(n,)`` and
+return ``(..., n)``: leading axes (models, augmentations) broadcast, so attacks never loop over
+models or samples.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import log_softmax, logsumexp
+
+
+def _true_class(values: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    index = np.broadcast_to(labels[..., None], (*values.shape[:-1], 1))
+    return np.take_along_axis(values, index, axis=-1)[..., 0]
+
+
+def _others_mask(shape: tuple[int, ...], labels: np.ndarray) -> np.ndarray:
+    return np.arange(shape[-1]) != labels[..., None]
+
+
+def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Cross-entropy loss of the true label (``-log p_y``); low for members."""
+    logits = np.asarray(logits, dtype=np.float64)
+    return -_true_class(log_softmax(logits, axis=-1), labels)
+
+
+def confidence(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Softmax probability of the true label, ``p_y``."""
+    return np.exp(-cross_entropy(logits, labels))
+
+
+def hinge(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``z_y - max_{y' != y} z_{y'}``: the hinge score of Carlini et al. used by BMIA and QMIA."""
+    logits = np.asarray(logits, dtype=np.float64)
+    others = np.where(_others_mask(logits.shape, labels), logits, -np.inf)
+    return _true_class(logits, labels) - others.max(axis=-1)
+
+
+def logit_confidence(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``log p_y - log sum_{y' != y} p_{y'}``, computed in log space so it never overflows.
+
+    This is LiRA's logit-scaled confidence ``log(p / (1 - p))``; the softmax normaliser cancels,
+    so it equals ``z_y - logsumexp_{y' != y} z_{y'}``.
+    """
+    logits = np.asarray(logits, dtype=np.float64)
+    others = np.where(_others_mask(logits.shape, labels), logits, -np.inf)
+    return _true_class(logits, labels) - logsumexp(others, axis=-1)
+
+
+def correct(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """1.0 where the arg-max prediction equals the label, else 0.0."""
+    return (np.asarray(logits).argmax(axis=-1) == labels).astype(np.float64)
+
+
+STATISTICS = {
+    "loss": cross_entropy,
+    "confidence": confidence,
+    "hinge": hinge,
+    "logit_confidence": logit_confidence,
+    "correct": correct,
+}
+MEMBER_HIGH = {"loss": False, "confidence": True, "hinge": True, "logit_confidence": True,
+               "correct": True}
+
+
+def statistic(name: str, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Compute a named statistic, oriented so that higher means more likely a member."""
+    if name not in STATISTICS:
+        raise KeyError(f"unknown statistic {name!r}; known: {sorted(STATISTICS)}")
+    values = STATISTICS[name](logits, labels)
+    return values if MEMBER_HIGH[name] else -values

@@ -1,0 +1,136 @@
+"""Train one model from a recipe and compute its signals (logits on every study sample).
+
+One recipe serves all papers: SGD (momentum, Nesterov, weight decay) or Adam, step decay by
+``gamma`` at milestones given as fractions of the epochs, cross-entropy or MSE (IHA's logistic
+regression), optional flip/crop augmentation for images. Everything is seeded: initialisation
+and data order come from one ``torch.Generator``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from miarepro.models import build_model
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RECIPE: dict[str, Any] = {
+    "optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": False, "weight_decay": 0.0,
+    "epochs": 10, "batch_size": 128, "milestones": [], "gamma": 0.1, "loss": "cross_entropy",
+    "augment": [],
+}
+
+
+@dataclass
+class TrainedModel:
+    model: nn.Module
+    info: dict[str, Any]
+
+
+def device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _augment(batch: torch.Tensor, names: list[str], generator: torch.Generator) -> torch.Tensor:
+    if "flip" in names:
+        flip = torch.rand(len(batch), generator=generator, device=batch.device) < 0.5
+        batch = torch.where(flip[:, None, None, None], batch.flip(-1), batch)
+    if "crop" in names:  # random 4-pixel translation with zero padding, as in CIFAR recipes
+        padded = nn.functional.pad(batch, (4, 4, 4, 4))
+        dx, dy = torch.randint(0, 9, (2,), generator=generator).tolist()
+        batch = padded[..., dy : dy + batch.shape[-2], dx : dx + batch.shape[-1]]
+    return batch
+
+
+def _loss(name: str, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    if name == "cross_entropy":
+        return nn.functional.cross_entropy(logits, labels)
+    if name == "mse":  # regression on one-hot targets (IHA's MNIST-Odd logistic model)
+        target = nn.functional.one_hot(labels, logits.shape[-1]).to(logits.dtype)
+        return nn.functional.mse_loss(torch.softmax(logits, -1), target)
+    raise ValueError(f"unknown loss {name!r}; known: ['cross_entropy', 'mse']")
+
+
+def train_model(
+    X: np.ndarray, y: np.ndarray, train_indices: np.ndarray, architecture: dict[str, Any],
+    recipe: dict[str, Any], n_classes: int, seed: int, eval_indices: np.ndarray | None = None,
+) -> TrainedModel:
+    """Train ``architecture`` on ``X[train_indices]`` with ``recipe``; log one line per epoch."""
+    recipe = {**DEFAULT_RECIPE, **recipe}
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    dev = device()
+    model = build_model(architecture, X.shape[1:], n_classes).to(dev)
+    params = [p for p in model.parameters() if p.requires_grad]
+    if recipe["optimizer"] == "sgd":
+        optimizer = torch.optim.SGD(
+            params, lr=recipe["lr"], momentum=recipe["momentum"], nesterov=recipe["nesterov"],
+            weight_decay=recipe["weight_decay"])
+    elif recipe["optimizer"] == "adam":
+        optimizer = torch.optim.Adam(params, lr=recipe["lr"], weight_decay=recipe["weight_decay"])
+    else:
+        raise ValueError(f"unknown optimizer {recipe['optimizer']!r}; known: ['adam', 'sgd']")
+    epochs = int(recipe["epochs"])
+    milestones = sorted({round(f * epochs) for f in recipe["milestones"]})
+    schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones, recipe["gamma"])
+    inputs = torch.as_tensor(X[train_indices], device=dev)
+    labels = torch.as_tensor(y[train_indices], device=dev)
+    start = time.perf_counter()
+    for epoch in range(epochs):
+        model.train()
+        order = torch.randperm(len(inputs), generator=generator).to(dev)
+        total = 0.0
+        for batch in order.split(int(recipe["batch_size"])):
+            features = inputs[batch]
+            if recipe["augment"]:
+                features = _augment(features, recipe["augment"], generator)
+            loss = _loss(recipe["loss"], model(features), labels[batch])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            total += float(loss.detach()) * len(batch)
+        schedule.step()
+        log.info("epoch %d/%d loss %.4f", epoch + 1, epochs, total / len(inputs))
+    seconds = time.perf_counter() - start
+    info: dict[str, Any] = {"seed": seed, "train_seconds": round(seconds, 3),
+                            "n_train": len(train_indices), "device": str(dev)}
+    info["train_accuracy"] = accuracy(model, X[train_indices], y[train_indices])
+    if eval_indices is not None and len(eval_indices):
+        info["test_accuracy"] = accuracy(model, X[eval_indices], y[eval_indices])
+    return TrainedModel(model, info)
+
+
+@torch.no_grad()
+def predict_logits(model: nn.Module, X: np.ndarray, queries: list[str] = (),
+                   batch_size: int = 1024) -> np.ndarray:
+    """Logits of ``model`` on every sample, shape ``(A, M, C)``.
+
+    Query 0 is the plain input; ``queries`` may add ``flip`` (mirror image) and ``shift``
+    (1-pixel translations in the four directions) for LiRA's augmented queries.
+    """
+    model.eval()
+    dev = next(model.parameters()).device
+    variants = [lambda x: x]
+    if "flip" in queries:
+        variants.append(lambda x: x.flip(-1))
+    if "shift" in queries:
+        for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+            variants.append(lambda x, dx=dx, dy=dy: torch.roll(x, (dy, dx), dims=(-2, -1)))
+    outputs = []
+    for variant in variants:
+        chunks = [model(variant(torch.as_tensor(X[i : i + batch_size], device=dev))).float().cpu()
+                  for i in range(0, len(X), batch_size)]
+        outputs.append(torch.cat(chunks).numpy())
+    return np.stack(outputs).astype(np.float32)
+
+
+def accuracy(model: nn.Module, X: np.ndarray, y: np.ndarray) -> float:
+    logits = predict_logits(model, X)[0]
+    return float(np.mean(logits.argmax(-1) == y))

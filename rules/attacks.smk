@@ -1,0 +1,19 @@
+rule score:
+    """One attack instance on every target of a study: light CPU work on saved signals."""
+    input:
+        unpack(attack_inputs),
+    output:
+        "results/studies/{study}/scores/{attack}.parquet",
+    params:
+        attack=lambda wc: study_config(wc)["attacks"][wc.attack],
+    resources:
+        mem_mb=8000,
+        runtime=30,
+    benchmark:
+        "results/benchmarks/{study}/score-{attack}.tsv"
+    log:
+        "logs/{study}/score/{attack}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/score.py"

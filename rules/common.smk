@@ -1,0 +1,69 @@
+# Helpers shared by the rules: config lookups and input functions (no rules here).
+import re
+
+from miarepro.artifacts import builders as artifact_builders
+from miarepro.pipeline import loo_model_indices
+
+RESULTS = "results"  # outputs live under the working directory (see --directory)
+ENV = "../envs/miarepro.yaml"
+
+wildcard_constraints:
+    study="[a-z0-9][a-z0-9-]*",
+    attack="[a-z0-9][a-z0-9-]*",
+    role="target|reference|loo",
+    index=r"\d+",
+    dataset=r"[A-Za-z0-9_.-]+",
+
+
+def study_config(wildcards):
+    return config["studies"][wildcards.study]
+
+
+def dataset_file(wildcards):
+    return f"{RESULTS}/datasets/{study_config(wildcards)['dataset']}.npz"
+
+
+def signal_files(study, role, indices):
+    return [f"{RESULTS}/studies/{study}/signals/{role}/{i}.npy" for i in indices]
+
+
+def attack_inputs(wildcards):
+    """Signals an attack instance reads: all targets, its n references, its LOO models."""
+    study = study_config(wildcards)
+    attack = study["attacks"][wildcards.attack]
+    loo = loo_model_indices(attack.get("loo_records", 0), attack.get("loo_models", 0))
+    return {
+        "dataset": dataset_file(wildcards),
+        "split": f"{RESULTS}/studies/{wildcards.study}/split.npz",
+        "targets": signal_files(wildcards.study, "target", range(study["targets"])),
+        "references": signal_files(wildcards.study, "reference",
+                                   range(attack.get("n_reference", 0))),
+        "loo": signal_files(wildcards.study, "loo", loo),
+    }
+
+
+def score_files(study):
+    return [f"{RESULTS}/studies/{study}/scores/{a}.parquet" for a in config["studies"][study]["attacks"]]
+
+
+def artifact_outputs():
+    return [path for name, settings in config["artifacts"].items()
+            for path in artifact_builders.BUILDERS[settings["builder"]].outputs(RESULTS, name,
+                                                                                  config)]
+
+def artifacts_of_kind(kind):
+    names = [n for n, s in config["artifacts"].items()
+             if artifact_builders.BUILDERS[s["builder"]].kind == kind]
+    return "|".join(re.escape(n) for n in names) or "^$"
+
+
+def artifact_inputs(wildcards):
+    return artifact_builders.inputs(RESULTS, config["artifacts"][wildcards.name], config)
+
+
+def artifact_params(wildcards):
+    """The artifact's settings and the configs of the studies it reads (reruns follow edits)."""
+    settings = config["artifacts"][wildcards.name]
+    studies = artifact_builders.studies_of(settings, config)
+    return {"settings": settings, "studies": {s: config["studies"][s] for s in studies},
+            "scale": config["scale"]}

@@ -1,0 +1,28 @@
+rule dataset:
+    output:
+        arrays="results/datasets/{dataset}.npz",
+        card="results/datasets/{dataset}.json",
+    params:
+        spec=lambda wc: config["datasets"][wc.dataset],
+        data_dir=config["data_dir"],
+    log:
+        "logs/dataset/{dataset}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/dataset.py"
+
+
+rule split:
+    input:
+        dataset_file,
+    output:
+        "results/studies/{study}/split.npz",
+    params:
+        spec=lambda wc: study_config(wc)["split"],
+    log:
+        "logs/{study}/split.log",
+    conda:
+        ENV
+    script:
+        "../scripts/split.py"

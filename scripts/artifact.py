@@ -1,0 +1,8 @@
+from miarepro import logs
+from miarepro.artifacts.builders import build
+
+sm = snakemake  # noqa: F821 - injected by Snakemake
+logs.setup(sm)
+params = sm.params.artifact
+config = {"scale": params["scale"], "studies": params["studies"]}
+build(sm.wildcards.name, params["settings"], config, sm.output[0])

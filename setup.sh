@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Create (or reuse) .venv with the pinned dependencies and this package.
+# torch is pinned to 2.13.0 so pip never swaps a local CPU build for a CUDA download.
+set -euo pipefail
+cd "$(dirname "$0")"
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.requirements.sha256
+wanted=$(cat envs/requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
+  echo "Installing pinned dependencies into .venv (log: .venv/pip.log) ..."
+  { .venv/bin/pip install --disable-pip-version-check -r envs/requirements.lock \
+      && .venv/bin/pip install --disable-pip-version-check --no-deps -e . ; } \
+    > .venv/pip.log 2>&1 || { tail -n 40 .venv/pip.log >&2; exit 1; }
+  .venv/bin/python -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '2.13.0')" \
+    || { echo "torch 2.13.0 was replaced; check envs/requirements.lock" >&2; exit 1; }
+  echo "$wanted" > "$stamp"
+fi

@@ -1,0 +1,347 @@
+import dataclasses
+import hashlib
+import io
+import json
+import tarfile
+
+import numpy as np
+import pytest
+
+from miarepro.data import (
+    SOURCES,
+    Dataset,
+    DatasetUnavailable,
+    check_spec,
+    fetch,
+    load_dataset,
+    require_file,
+    subsample,
+    tabular_archives,
+)
+
+EMBEDDED = {
+    # source: (input_shape, n_classes, task, is_image)
+    "digits": ((1, 8, 8), 10, "classification", True),
+    "breast_cancer": ((30,), 2, "classification", False),
+    "mnist_subset": ((1, 28, 28), 10, "classification", True),
+    "sm_synthetic": ((75,), 10, "classification", False),
+    "purchase_like": ((600,), 100, "classification", False),
+    "toy_sin": ((1,), 0, "regression", False),
+}
+SMALL = {"purchase_like": {"n_samples": 1000}}
+GENERATED = {"sm_synthetic": {}, "purchase_like": {"n_samples": 300}, "toy_sin": {}}
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    """Every embedded source loaded once (mnist_subset parses a CSV: load it only once)."""
+    return {source: load_dataset({"source": source, **SMALL.get(source, {})})
+            for source in EMBEDDED}
+
+
+@pytest.mark.parametrize("source", sorted(EMBEDDED))
+def test_embedded_source_shapes_dtypes_and_classes(loaded, source):
+    input_shape, n_classes, task, is_image = EMBEDDED[source]
+    dataset = loaded[source]
+    assert dataset.input_shape == input_shape and dataset.X.shape[1:] == input_shape
+    assert dataset.X.dtype == np.float32 and len(dataset.X) == len(dataset.y) > 0
+    assert (dataset.n_classes, dataset.task, dataset.name) == (n_classes, task, source)
+    if task == "classification":
+        assert dataset.y.dtype == np.int64
+        assert set(np.unique(dataset.y)) == set(range(n_classes))
+    else:
+        assert dataset.y.dtype == np.float32
+    if is_image:
+        assert dataset.X.min() == 0.0 and dataset.X.max() == 1.0
+    assert dataset.meta["source"] == source and "license" in dataset.meta
+    json.dumps(dataset.meta)  # the workflow stores meta as JSON
+
+
+def test_breast_cancer_is_standardised(loaded):
+    X = loaded["breast_cancer"].X
+    np.testing.assert_allclose(X.mean(axis=0), 0.0, atol=1e-5)
+    np.testing.assert_allclose(X.std(axis=0), 1.0, atol=1e-4)
+
+
+@pytest.mark.parametrize("source", ["digits", "breast_cancer"])
+def test_embedded_sources_are_deterministic(source):
+    first, second = (load_dataset({"source": source}) for _ in range(2))
+    np.testing.assert_array_equal(first.X, second.X)
+    np.testing.assert_array_equal(first.y, second.y)
+
+
+@pytest.mark.parametrize("source", sorted(GENERATED))
+def test_generators_depend_on_the_seed_only(source):
+    spec = {"source": source, **GENERATED[source]}
+    first, again = (load_dataset({**spec, "seed": 3}) for _ in range(2))
+    other = load_dataset({**spec, "seed": 4})
+    np.testing.assert_array_equal(first.X, again.X)
+    np.testing.assert_array_equal(first.y, again.y)
+    assert not np.array_equal(first.X, other.X)
+
+
+def test_sm_synthetic_balanced_with_parameters_in_meta():
+    dataset = load_dataset({"source": "sm_synthetic", "n_samples": 1600, "seed": 1})
+    assert np.bincount(dataset.y).tolist() == [160] * 10
+    means, variances = np.array(dataset.meta["means"]), np.array(dataset.meta["variances"])
+    assert means.shape == (10, 75) and variances.shape == (75,)
+    assert means.min() >= 0 and means.max() <= 1
+    assert variances.min() >= 0.5 and variances.max() <= 1.5
+    # the records really come from those parameters
+    empirical = np.stack([dataset.X[dataset.y == k].mean(axis=0) for k in range(10)])
+    assert np.abs(empirical - means).mean() < 0.1
+    pooled = dataset.X - means[dataset.y]
+    assert np.corrcoef(pooled.var(axis=0), variances)[0, 1] > 0.8
+    with pytest.raises(ValueError, match="multiple of n_classes"):
+        load_dataset({"source": "sm_synthetic", "n_samples": 405})
+
+
+def test_purchase_like_is_binary_and_learnable():
+    from sklearn.naive_bayes import BernoulliNB
+
+    dataset = load_dataset({"source": "purchase_like", "n_samples": 2000, "seed": 0})
+    assert set(np.unique(dataset.X)) == {0.0, 1.0}
+    assert 0.02 < dataset.X.mean() < 0.2  # sparse, like purchase histories
+    model = BernoulliNB().fit(dataset.X[:1000], dataset.y[:1000])
+    assert model.score(dataset.X[1000:], dataset.y[1000:]) > 10 / dataset.n_classes
+
+
+def test_toy_sin_follows_the_recipe(loaded):
+    dataset = loaded["toy_sin"]
+    x, y = dataset.X[:, 0], dataset.y
+    assert len(dataset) == 500
+    assert np.abs(y - np.sin(1.2 * x)).max() < 0.06  # noise sd 0.01
+    assert np.mean(np.abs(x) < 1) < 0.05  # two modes at ±3, empty middle
+    assert 0.4 < np.mean(x > 0) < 0.6
+
+
+def test_relabel_odd_even(loaded):
+    dataset = load_dataset({"source": "digits", "relabel": "odd_even"})
+    np.testing.assert_array_equal(dataset.y, loaded["digits"].y % 2)
+    assert dataset.n_classes == 2 and dataset.meta["relabel"] == "odd_even"
+    with pytest.raises(ValueError, match="classification"):
+        load_dataset({"source": "toy_sin", "relabel": "odd_even"})
+    with pytest.raises(ValueError, match="unknown relabel"):
+        load_dataset({"source": "digits", "relabel": "mod3"})
+
+
+def test_subsample_is_seeded_and_ordered(loaded):
+    full = loaded["digits"]
+    part = load_dataset({"source": "digits", "subsample": 100, "subsample_seed": 5})
+    again = load_dataset({"source": "digits", "subsample": 100, "subsample_seed": 5})
+    other = load_dataset({"source": "digits", "subsample": 100, "subsample_seed": 6})
+    assert len(part) == 100 and part.meta["subsample"] == {"size": 100, "seed": 5, "of": 1797}
+    np.testing.assert_array_equal(part.X, again.X)
+    assert not np.array_equal(part.X, other.X)
+    rows = {row.tobytes(): label for row, label in zip(full.X, full.y, strict=True)}
+    assert all(rows[row.tobytes()] == label for row, label in zip(part.X, part.y, strict=True))
+    with pytest.raises(ValueError, match="subsample"):
+        load_dataset({"source": "digits", "subsample": 5000})
+
+
+def test_subsample_moves_the_official_test_boundary():
+    dataset = Dataset(X=np.zeros((10, 2), np.float32), y=np.arange(10), n_classes=10,
+                      input_shape=(2,), name="toy", meta={"official_test_start": 6})
+    part = subsample(dataset, 5, seed=0)
+    assert part.meta["official_test_start"] == int(np.sum(part.y < 6))
+
+
+def test_unknown_source_and_parameter_are_named():
+    with pytest.raises(ValueError, match="'nope'") as error:
+        load_dataset({"source": "nope"})
+    assert "purchase_like" in str(error.value) and "cifar10" in str(error.value)
+    with pytest.raises(ValueError, match="'n_sample'"):
+        load_dataset({"source": "purchase_like", "n_sample": 10})
+    with pytest.raises(ValueError, match="'root'"):
+        load_dataset({"source": "digits", "root": "elsewhere"})
+    with pytest.raises(ValueError, match="source"):
+        load_dataset({"n_samples": 10})
+
+
+def test_check_spec_validates_without_loading():
+    check_spec({"source": "cifar10", "download": True, "subsample": 10})  # nothing on disk
+    with pytest.raises(ValueError, match="'downlaod'"):
+        check_spec({"source": "cifar10", "downlaod": True})
+    with pytest.raises(ValueError, match="unknown relabel"):
+        check_spec({"source": "mnist", "relabel": "odd"})
+
+
+def test_every_source_is_callable_with_root_first():
+    import inspect
+
+    for source, loader in SOURCES.items():
+        assert next(iter(inspect.signature(loader).parameters)) == "root", source
+
+
+def test_dataset_rejects_wrong_dtypes():
+    with pytest.raises(TypeError, match="float32"):
+        Dataset(X=np.zeros((2, 1)), y=np.zeros(2, np.int64), n_classes=2, input_shape=(1,),
+                name="bad")
+    with pytest.raises(ValueError, match=r"\[0, 2\)"):
+        Dataset(X=np.zeros((2, 1), np.float32), y=np.array([0, 2]), n_classes=2,
+                input_shape=(1,), name="bad")
+
+
+# --- downloads and missing files ---------------------------------------------------------
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_fetch_verifies_the_checksum(tmp_path):
+    source = tmp_path / "remote" / "file.bin"
+    source.parent.mkdir()
+    source.write_bytes(b"membership" * 1000)
+    url = source.as_uri()
+    good = tmp_path / "ok" / "file.bin"
+    assert fetch(url, good, _sha256(source.read_bytes())) == good
+    assert good.read_bytes() == source.read_bytes()
+    assert sorted(p.name for p in good.parent.iterdir()) == ["file.bin"]
+
+    bad = tmp_path / "bad" / "file.bin"
+    with pytest.raises(ValueError, match="checksum mismatch") as error:
+        fetch(url, bad, "0" * 64)
+    assert str(bad) in str(error.value) and "0" * 64 in str(error.value)
+    assert _sha256(source.read_bytes()) in str(error.value)
+    assert list(bad.parent.iterdir()) == []  # neither the file nor a partial download
+
+
+def test_fetch_without_a_pinned_checksum_still_downloads(tmp_path):
+    source = tmp_path / "file.bin"
+    source.write_bytes(b"abc")
+    assert fetch(source.as_uri(), tmp_path / "copy.bin", None).read_bytes() == b"abc"
+
+
+def test_require_file_names_path_source_and_checksum(tmp_path):
+    missing = tmp_path / "data" / "archive.tgz"
+    with pytest.raises(DatasetUnavailable) as error:
+        require_file(missing, sha256="ab" * 32, how_to_get="https://example.org/archive.tgz")
+    message = str(error.value)
+    assert str(missing) in message and "https://example.org/archive.tgz" in message
+    assert "ab" * 32 in message
+    assert isinstance(error.value, FileNotFoundError)
+    missing.parent.mkdir()
+    missing.write_bytes(b"x")
+    assert require_file(missing) == missing
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        require_file(missing, sha256="ab" * 32)
+
+
+def test_cifar10_on_an_empty_root_says_what_to_put_where(tmp_path):
+    with pytest.raises(DatasetUnavailable) as error:
+        load_dataset({"source": "cifar10"}, root=tmp_path)
+    message = str(error.value)
+    assert str(tmp_path / "cifar10") in message
+    assert "cifar-10-batches-py" in message and "data_batch_1" in message
+    assert "cifar-10-python.tar.gz" in message and "download: true" in message
+
+
+def _idx(array: np.ndarray) -> bytes:
+    """An uncompressed IDX (MNIST) file of unsigned bytes."""
+    header = bytes([0, 0, 8, array.ndim]) + b"".join(
+        int(n).to_bytes(4, "big") for n in array.shape)
+    return header + array.astype(np.uint8).tobytes()
+
+
+def test_mnist_loader_concatenates_official_splits(tmp_path):
+    raw = tmp_path / "mnist" / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    images = {"train": rng.integers(0, 256, (6, 28, 28)), "t10k": rng.integers(0, 256, (4, 28, 28))}
+    labels = {"train": np.arange(6) % 10, "t10k": np.arange(4) + 5}
+    for part in ("train", "t10k"):
+        (raw / f"{part}-images-idx3-ubyte").write_bytes(_idx(images[part]))
+        (raw / f"{part}-labels-idx1-ubyte").write_bytes(_idx(labels[part]))
+    dataset = load_dataset({"source": "mnist"}, root=tmp_path)
+    assert dataset.X.shape == (10, 1, 28, 28) and dataset.X.dtype == np.float32
+    assert dataset.meta["official_test_start"] == 6 and dataset.n_classes == 10
+    np.testing.assert_array_equal(dataset.y, np.concatenate([labels["train"], labels["t10k"]]))
+    np.testing.assert_allclose(dataset.X[7, 0] * 255, images["t10k"][1], atol=1e-3)
+
+
+# --- Purchase100 / Texas100 archives -----------------------------------------------------
+
+def _tgz(path, members: dict[str, bytes]) -> None:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def _rows(labels, features) -> bytes:
+    return "".join(",".join(str(v) for v in (label, *row)) + "\n"
+                   for label, row in zip(labels, features, strict=True)).encode()
+
+
+@pytest.fixture
+def purchase_rows():
+    rng = np.random.default_rng(0)
+    labels = np.array([1, 100, 42, 7, 1])
+    return labels, rng.integers(0, 2, (5, 600))
+
+
+def test_purchase100_from_the_archive(tmp_path, purchase_rows):
+    labels, features = purchase_rows
+    folder = tmp_path / "purchase100"
+    folder.mkdir()
+    _tgz(folder / "dataset_purchase.tgz", {"dataset_purchase": _rows(labels, features)})
+    dataset = load_dataset({"source": "purchase100"}, root=tmp_path)
+    assert dataset.X.shape == (5, 600) and dataset.X.dtype == np.float32
+    np.testing.assert_array_equal(dataset.X, features)
+    np.testing.assert_array_equal(dataset.y, labels - 1)
+    assert dataset.n_classes == 100 and dataset.input_shape == (600,)
+    assert len(dataset.meta["archive_sha256"]) == 64
+
+
+def test_purchase100_from_the_extracted_file_and_bad_labels(tmp_path, purchase_rows):
+    labels, features = purchase_rows
+    folder = tmp_path / "purchase100"
+    folder.mkdir()
+    (folder / "dataset_purchase").write_bytes(_rows(labels, features))
+    dataset = load_dataset({"source": "purchase100"}, root=tmp_path)
+    np.testing.assert_array_equal(dataset.y, labels - 1)
+    (folder / "dataset_purchase").write_bytes(_rows(labels - 1, features))  # 0-based: refuse
+    with pytest.raises(ValueError, match=r"1\.\.100"):
+        load_dataset({"source": "purchase100"}, root=tmp_path)
+
+
+def test_purchase100_missing_then_downloaded(tmp_path, purchase_rows, monkeypatch):
+    with pytest.raises(DatasetUnavailable) as error:
+        load_dataset({"source": "purchase100"}, root=tmp_path / "data")
+    assert str(tmp_path / "data" / "purchase100" / "dataset_purchase.tgz") in str(error.value)
+    assert "comp.nus.edu.sg" in str(error.value)
+
+    remote = tmp_path / "remote.tgz"
+    _tgz(remote, {"dataset_purchase": _rows(*purchase_rows)})
+    archive = dataclasses.replace(tabular_archives.PURCHASE100, urls=(remote.as_uri(),),
+                                  sha256=_sha256(remote.read_bytes()))
+    monkeypatch.setattr(tabular_archives, "PURCHASE100", archive)
+    dataset = load_dataset({"source": "purchase100", "download": True}, root=tmp_path / "data")
+    assert len(dataset) == 5
+    assert (tmp_path / "data" / "purchase100" / "dataset_purchase.tgz").is_file()
+
+
+def test_texas100_from_the_archive(tmp_path):
+    rng = np.random.default_rng(1)
+    features, labels = rng.integers(0, 2, (4, 25)), np.array([3, 100, 1, 55])
+    feats = "".join(",".join(map(str, row)) + "\n" for row in features).encode()
+    folder = tmp_path / "texas100"
+    folder.mkdir()
+    _tgz(folder / "dataset_texas.tgz", {  # "./" prefixes, as some tar tools write them
+        "./texas/100/feats": feats,
+        "./texas/100/labels": "".join(f"{v}\n" for v in labels).encode(),
+        "./texas/100/README": b"ignored"})
+    dataset = load_dataset({"source": "texas100"}, root=tmp_path)
+    np.testing.assert_array_equal(dataset.X, features)
+    np.testing.assert_array_equal(dataset.y, labels - 1)
+    assert dataset.input_shape == (25,) and dataset.n_classes == 100
+
+
+def test_texas100_archive_without_labels_is_refused(tmp_path):
+    folder = tmp_path / "texas100"
+    folder.mkdir()
+    _tgz(folder / "dataset_texas.tgz", {"texas/100/feats": b"0,1\n"})
+    with pytest.raises(ValueError, match="texas/100/labels"):
+        load_dataset({"source": "texas100"}, root=tmp_path)
+

@@ -1,0 +1,352 @@
+"""Reference-model attacks: hand computations, an overfit target, invariances and errors."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from overfit import loo_context, overfit_context
+from scipy.stats import norm
+
+from miarepro import metrics
+from miarepro.attacks import REGISTRY, AttackContext, get_attack
+from miarepro.attacks.reference import percentile_rank
+from miarepro.attacks.shadow import features
+
+# --- a tiny case: 4 reference models, 3 audited samples, 2 population samples, 3 classes ------
+# Model k puts logit v[k, i] on the label of sample i and 0 on the two other classes, so
+#   hinge = v,  logit-scaled confidence = v - log 2,  p_y = e^v / (e^v + 2),
+#   loss = log(1 + 2 e^-v).
+V = np.array([[4.0, 1.0, 2.0, 0.5, 1.0],
+              [6.0, 3.0, 0.0, 1.0, 2.0],
+              [1.0, 5.0, 4.0, 1.5, 0.0],
+              [3.0, 0.0, 6.0, 2.0, 1.0]])
+T = np.array([2.5, 0.75, 0.5, 1.0, 3.0])  # the target's logit on the label
+IN = np.array([[1, 0, 0, 0, 0],  # sample 0: IN {4, 6}, OUT {1, 3}
+               [1, 1, 0, 0, 0],  # sample 1: IN {3, 5}, OUT {1, 0}
+               [0, 1, 1, 0, 0],  # sample 2: IN {4, 6}, OUT {2, 0}
+               [0, 0, 1, 0, 0]], dtype=bool)  # samples 3, 4: population, OUT everywhere
+LABELS = np.array([0, 1, 2, 0, 1])
+
+
+def _logits(values: np.ndarray) -> np.ndarray:
+    """(..., M) values on the label -> (..., M, 3) logits."""
+    one_hot = np.eye(3)[LABELS]
+    return values[..., None] * one_hot
+
+
+def tiny(values: np.ndarray = V, target: np.ndarray = T, member: np.ndarray = IN,
+         scale: tuple[float, ...] = (1.0,)) -> AttackContext:
+    """Queries ``a`` multiply every value by ``scale[a]`` (a second, stretched view)."""
+    stretch = np.array(scale)[:, None]
+    return AttackContext(
+        labels=LABELS, audit=np.arange(3), population=np.array([3, 4]),
+        validation=np.empty(0, dtype=int), target_logits=_logits(stretch * target),
+        target_mask=np.array([1, 0, 1, 0, 0], dtype=bool),
+        reference_logits=_logits(stretch[None] * values[:, None]), reference_masks=member,
+        reference_pool=np.arange(3), seed=0)
+
+
+def _loss(v):
+    return np.log1p(2 * np.exp(-np.asarray(v, dtype=float)))
+
+
+def _p(v):
+    v = np.asarray(v, dtype=float)
+    return np.exp(v) / (np.exp(v) + 2)
+
+
+def run(name: str, ctx: AttackContext, **params) -> np.ndarray:
+    return get_attack(name).fn(ctx, **params)
+
+
+def test_families_are_registered_with_their_needs():
+    for name in ("lira", "attack_r", "rmia", "shadow", "watson", "sablayrolles"):
+        assert REGISTRY[name].needs_references and not REGISTRY[name].needs_loo
+    for name in ("l_attack", "lira_l"):
+        assert REGISTRY[name].needs_loo
+    assert REGISTRY["lira"].defaults() == {
+        "mode": "online", "variance": "per_example", "statistic": "logit_confidence"}
+
+
+def test_lira_online_hand_case():
+    # (mu_in, var_in, mu_out, var_out) per sample, unbiased variances of two values
+    expected = [
+        norm.logpdf(2.5, 5, np.sqrt(2)) - norm.logpdf(2.5, 2, np.sqrt(2)),
+        norm.logpdf(0.75, 4, np.sqrt(2)) - norm.logpdf(0.75, 0.5, np.sqrt(0.5)),
+        norm.logpdf(0.5, 5, np.sqrt(2)) - norm.logpdf(0.5, 1, np.sqrt(2)),
+    ]
+    for statistic in ("hinge", "logit_confidence"):  # a constant shift changes nothing
+        np.testing.assert_allclose(run("lira", tiny(), statistic=statistic), expected)
+    # global variance: pooled IN (2 + 2 + 2) / 3 = 2, pooled OUT (2 + 0.5 + 2) / 3 = 1.5
+    expected_global = [
+        norm.logpdf(2.5, 5, np.sqrt(2)) - norm.logpdf(2.5, 2, np.sqrt(1.5)),
+        norm.logpdf(0.75, 4, np.sqrt(2)) - norm.logpdf(0.75, 0.5, np.sqrt(1.5)),
+        norm.logpdf(0.5, 5, np.sqrt(2)) - norm.logpdf(0.5, 1, np.sqrt(1.5)),
+    ]
+    np.testing.assert_allclose(run("lira", tiny(), statistic="hinge", variance="global"),
+                               expected_global)
+    # two queries, the second stretched by 3: the two Gaussian terms per query are summed
+    doubled = run("lira", tiny(scale=(1.0, 3.0)), statistic="hinge")
+    np.testing.assert_allclose(doubled, 2 * np.array(expected))
+
+
+def test_lira_offline_hand_case():
+    expected = norm.logcdf([(2.5 - 2) / np.sqrt(2), (0.75 - 0.5) / np.sqrt(0.5),
+                            (0.5 - 1) / np.sqrt(2)])
+    np.testing.assert_allclose(run("lira", tiny(), mode="offline", statistic="hinge"), expected)
+    # on the loss: Gaussians of -loss over the OUT models
+    out = {0: [1.0, 3.0], 1: [1.0, 0.0], 2: [2.0, 0.0]}
+    expected_loss = [norm.logcdf((-_loss(T[i]) - np.mean(-_loss(v))) / np.std(_loss(v), ddof=1))
+                     for i, v in out.items()]
+    np.testing.assert_allclose(run("lira", tiny(), mode="offline", statistic="loss"),
+                               expected_loss)
+
+
+def test_lira_online_without_in_models_uses_shift_and_pooled_variance():
+    member = IN.copy()
+    member[:, 2] = False  # sample 2: OUT for all four models {2, 0, 4, 6}
+    # IN-minus-OUT shift from samples 0 and 1: ((5 - 2) + (4 - 0.5)) / 2 = 3.25
+    mu_out = 3.0
+    var_out = np.var([2.0, 0.0, 4.0, 6.0], ddof=1)
+    expected = norm.logpdf(0.5, mu_out + 3.25, np.sqrt(2)) - norm.logpdf(0.5, mu_out,
+                                                                         np.sqrt(var_out))
+    score = run("lira", tiny(member=member), statistic="hinge")
+    assert score[2] == pytest.approx(expected)
+
+
+def test_attack_r_hand_case():
+    # OUT values: sample 0 {1, 3}, sample 1 {0, 1}, sample 2 {0, 2}; linear interpolation
+    np.testing.assert_allclose(run("attack_r", tiny()), [0.75, 0.75, 0.25])
+    np.testing.assert_allclose(run("attack_r", tiny(), interpolation="midrank"), [0.5, 0.5, 0.5])
+
+
+def test_percentile_rank_inverts_numpy_quantile():
+    values = np.array([[0.0], [7.0], [1.0], [3.0], [1.0]])
+    valid = np.ones(values.shape, dtype=bool)
+    for target in (0.5, 1.0, 2.0, 5.0):
+        rank = percentile_rank(values, valid, np.array([target]))[0]
+        if target != 1.0:
+            assert np.quantile(values[:, 0], rank) == pytest.approx(target)
+    # tied values 1, 1 occupy quantiles 1/4 .. 2/4: a target on them gets the middle
+    assert percentile_rank(values, valid, np.array([1.0]))[0] == pytest.approx(0.375)
+    assert percentile_rank(values, valid, np.array([2.0]))[0] == pytest.approx(0.625)
+    assert percentile_rank(values, valid, np.array([-1.0]))[0] == 0
+    assert percentile_rank(values, valid, np.array([9.0]))[0] == 1
+    midrank = percentile_rank(values, valid, np.array([2.0]), "midrank")[0]
+    assert midrank == pytest.approx(3 / 5)
+    # masked entries are ignored; fewer than two valid values: midrank; none: 1/2
+    valid[1:] = False
+    assert percentile_rank(values, valid, np.array([0.0]))[0] == 0.5
+    assert percentile_rank(values, np.zeros_like(valid), np.array([0.0]))[0] == 0.5
+
+
+def test_rmia_hand_case():
+    a, gamma = 0.3, 1.0
+    p_ref, p_target = _p(V), _p(T)
+    out = ~IN
+    offline_px = 0.5 * ((1 + a) * (p_ref * out).sum(0) / out.sum(0) + (1 - a))
+    online_px = p_ref.mean(0)
+    for mode, px in (("offline", offline_px), ("online", online_px)):
+        ratio = p_target / px
+        expected = [np.mean([ratio[x] / ratio[z] >= gamma for z in (3, 4)]) for x in range(3)]
+        np.testing.assert_allclose(run("rmia", tiny(), mode=mode), expected)
+    # a gamma between the pairwise ratios counts a different set of z
+    ratio = p_target / offline_px
+    pairs = ratio[:3, None] / ratio[None, 3:]
+    gamma = float(np.median(pairs))
+    np.testing.assert_allclose(run("rmia", tiny(), gamma=gamma), (pairs >= gamma).mean(1))
+
+
+def test_rmia_population_is_compared_pairwise():
+    # Population ratios straddle the audited ones: scores 0, 1/2 and 1 are all reached.
+    target = np.array([1.0, 2.0, 0.0, 1.5, 0.5])
+    values = np.zeros_like(V)  # identical reference models: p(x) is the same for every x
+    score = run("rmia", tiny(values=values, target=target, member=np.zeros_like(IN)))
+    np.testing.assert_allclose(score, [0.5, 1.0, 0.0])
+
+
+def test_watson_and_sablayrolles_hand_case():
+    loss_t = _loss(T[:3])
+    mean_out = np.array([_loss([1, 3]).mean(), _loss([1, 0]).mean(), _loss([2, 0]).mean()])
+    mean_in = np.array([_loss([4, 6]).mean(), _loss([3, 5]).mean(), _loss([4, 6]).mean()])
+    np.testing.assert_allclose(run("watson", tiny()), mean_out - loss_t)
+    np.testing.assert_allclose(run("sablayrolles", tiny()), (mean_in + mean_out) / 2 - loss_t)
+
+
+def tiny_loo(target: np.ndarray, loo_values: np.ndarray) -> AttackContext:
+    """3 audited records with J leave-one-out models each, values on the label as above."""
+    ctx = tiny(target=np.append(target, [0.0, 0.0]))
+    loo = np.eye(3)[LABELS[:3]][:, None, None, :] * loo_values[:, :, None, None]
+    return dataclasses.replace(ctx, loo_logits=loo)  # (N, J, A=1, C)
+
+
+def test_l_attack_and_lira_l_hand_case():
+    loo_values = np.array([[1.0, 2.0, 4.0, 5.0], [0.0, 1.0, 2.0, 3.0], [2.0, 2.5, 3.0, 6.0]])
+    target = np.array([3.0, -1.0, 2.75])
+    ctx = tiny_loo(target, loo_values)
+    # L-attack on -loss: invert numpy's linear quantile of each record's LOO values
+    expected = []
+    for i in range(3):
+        reference = np.sort(-_loss(loo_values[i]))
+        expected.append(np.interp(-_loss(target[i]), reference, np.arange(4) / 3))
+    np.testing.assert_allclose(run("l_attack", ctx), expected)
+    # LiRA-L: one-sided test against the LOO models
+    np.testing.assert_allclose(
+        run("lira_l", ctx, statistic="hinge"),
+        norm.logcdf((target - loo_values.mean(1)) / loo_values.std(1, ddof=1)))
+    reference = -_loss(loo_values)
+    np.testing.assert_allclose(
+        run("lira_l", ctx),
+        norm.logcdf((-_loss(target) - reference.mean(1)) / reference.std(1, ddof=1)))
+
+
+def test_shadow_features_and_scores():
+    v = np.array([2.0, -1.0])  # two (model, sample) rows, one query, labels 0 and 1
+    labels = np.array([0, 1])
+    logits = (v[:, None] * np.eye(3)[labels])[:, None, :]  # (2, A=1, 3)
+    p, q = np.exp(v) / (np.exp(v) + 2), 1 / (np.exp(v) + 2)
+    expected = np.array([[p[0], q[0], q[0], 2.0 - np.log(2)],
+                         [q[1], q[1], p[1], -1.0 - np.log(2)]])
+    np.testing.assert_allclose(features(logits, labels, top_k=3), expected)
+    np.testing.assert_allclose(features(logits, labels, top_k=1), expected[:, [0, 3]])
+    # Shadow models that fit their IN samples: a member-like target output scores higher.
+    rng = np.random.default_rng(0)
+    member = rng.random((8, 200)) < 0.5
+    values = np.where(member, 4.0, 0.0) + rng.normal(0, 0.5, member.shape)
+    labels = rng.integers(0, 3, 200)
+    labels[:2] = 0
+    ctx = AttackContext(
+        labels=labels, audit=np.arange(2), population=np.empty(0, dtype=int),
+        validation=np.empty(0, dtype=int),
+        target_logits=(np.array([[4.0], [0.0]] + [[0.0]] * 198) * np.eye(3)[labels])[None],
+        target_mask=np.zeros(200, dtype=bool),
+        reference_logits=(values[:, :, None] * np.eye(3)[labels])[:, None],
+        reference_masks=member, reference_pool=np.arange(200), seed=0)
+    for classifier in ("mlp", "gbdt"):
+        score = run("shadow", ctx, classifier=classifier)
+        assert score[0] > 0.9 and score[1] < 0.1
+    # a class whose shadow rows are all IN falls back to the classifier of all classes
+    lopsided = member | (labels == 0)[None]
+    values = np.where(lopsided, 4.0, 0.0) + rng.normal(0, 0.5, member.shape)
+    score = run("shadow", dataclasses.replace(
+        ctx, reference_masks=lopsided,
+        reference_logits=(values[:, :, None] * np.eye(3)[labels])[:, None]))
+    assert score[0] > 0.9 and score[1] < 0.1
+
+
+# --- an overfit target -------------------------------------------------------------------------
+ATTACKS = [
+    ("lira", {"mode": "online"}),
+    ("lira", {"mode": "offline"}),
+    ("lira", {"mode": "online", "variance": "global", "statistic": "loss"}),
+    ("lira", {"mode": "offline", "variance": "global", "statistic": "hinge"}),
+    ("attack_r", {}),
+    ("rmia", {"mode": "offline"}),
+    ("rmia", {"mode": "online"}),
+    ("watson", {}),
+    ("sablayrolles", {}),
+    ("shadow", {}),
+]
+LOO_ATTACKS = [("l_attack", {}), ("lira_l", {}), ("lira_l", {"statistic": "logit_confidence"})]
+
+
+def _ids(cases):
+    return [f"{name}-{'-'.join(map(str, params.values()))}" for name, params in cases]
+
+
+@pytest.mark.parametrize(("name", "params"), ATTACKS, ids=_ids(ATTACKS))
+def test_attacks_separate_members_of_an_overfit_target(name, params):
+    ctx = overfit_context()
+    assert metrics.auc(ctx.target_mask[ctx.audit], run(name, ctx, **params)) > 0.7
+
+
+@pytest.mark.parametrize(("name", "params"), LOO_ATTACKS, ids=_ids(LOO_ATTACKS))
+def test_loo_attacks_separate_members_of_an_overfit_target(name, params):
+    ctx = loo_context()
+    member = ctx.target_mask[ctx.audit]
+    assert member.sum() == len(member) // 2
+    assert metrics.auc(member, run(name, ctx, **params)) > 0.7
+
+
+def test_tpr_at_low_fpr_orders_as_in_the_literature():
+    ctx = overfit_context()
+    member = ctx.target_mask[ctx.audit]
+    online = metrics.tpr_at_fpr(member, run("lira", ctx, mode="online"), 0.01)
+    offline = metrics.tpr_at_fpr(member, run("lira", ctx, mode="offline"), 0.01)
+    attack_p = metrics.tpr_at_fpr(member, run("marginal", ctx, statistic="hinge"), 0.01)
+    assert online >= offline >= attack_p
+    assert online > 0.1
+
+
+# --- invariances -------------------------------------------------------------------------------
+@pytest.mark.parametrize(("name", "params"), ATTACKS, ids=_ids(ATTACKS))
+def test_scores_do_not_depend_on_model_or_sample_order(name, params):
+    ctx = overfit_context()
+    base = run(name, ctx, **params)
+    rng = np.random.default_rng(1)
+    models = rng.permutation(ctx.n_references)
+    shuffled = dataclasses.replace(ctx, reference_logits=ctx.reference_logits[models],
+                                   reference_masks=ctx.reference_masks[models])
+    np.testing.assert_allclose(run(name, shuffled, **params), base, rtol=1e-9, atol=1e-12)
+    samples = rng.permutation(len(ctx.audit))
+    reordered = dataclasses.replace(ctx, audit=ctx.audit[samples])
+    np.testing.assert_allclose(run(name, reordered, **params), base[samples], rtol=1e-9,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize(("name", "params"), LOO_ATTACKS, ids=_ids(LOO_ATTACKS))
+def test_loo_scores_do_not_depend_on_model_or_sample_order(name, params):
+    ctx = loo_context()
+    base = run(name, ctx, **params)
+    rng = np.random.default_rng(2)
+    models = rng.permutation(ctx.loo_logits.shape[1])
+    shuffled = dataclasses.replace(ctx, loo_logits=ctx.loo_logits[:, models])
+    np.testing.assert_allclose(run(name, shuffled, **params), base, rtol=1e-9, atol=1e-12)
+    samples = rng.permutation(len(ctx.audit))
+    reordered = dataclasses.replace(ctx, audit=ctx.audit[samples],
+                                    loo_logits=ctx.loo_logits[samples])
+    np.testing.assert_allclose(run(name, reordered, **params), base[samples], rtol=1e-9,
+                               atol=1e-12)
+
+
+# --- errors ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("name", "params"), [
+    ("lira", {"mode": "online"}), ("rmia", {"mode": "online"}), ("sablayrolles", {})])
+def test_online_attacks_reject_references_that_are_out_everywhere(name, params):
+    with pytest.raises(ValueError, match="OUT for every audited sample"):
+        run(name, tiny(member=np.zeros_like(IN)), **params)
+
+
+@pytest.mark.parametrize("n_models", [1, 2, 4])
+def test_offline_attacks_accept_references_that_are_out_everywhere(n_models):
+    # BMIA's setting: a disjoint reference pool, down to a single reference model
+    ctx = tiny(values=V[:n_models], member=np.zeros_like(IN[:n_models]))
+    for name, params in [("lira", {"mode": "offline"}),
+                         ("lira", {"mode": "offline", "variance": "global"}),
+                         ("attack_r", {}), ("rmia", {}), ("watson", {})]:
+        assert np.all(np.isfinite(run(name, ctx, **params)))
+
+
+@pytest.mark.parametrize(("name", "params", "match"), [
+    ("lira", {"mode": "both"}, "unknown mode"),
+    ("rmia", {"mode": "both"}, "unknown mode"),
+    ("lira", {"variance": "pooled"}, "unknown variance"),
+    ("lira", {"statistic": "confidence"}, "unknown statistic"),
+    ("attack_r", {"interpolation": "nearest"}, "unknown interpolation"),
+    ("shadow", {"classifier": "svm"}, "unknown classifier"),
+    ("rmia", {"a": 1.5}, "a must lie"),
+])
+def test_bad_parameters_raise(name, params, match):
+    with pytest.raises(ValueError, match=match):
+        run(name, tiny(), **params)
+
+
+def test_missing_inputs_raise():
+    with pytest.raises(ValueError, match="leave-one-out"):
+        run("l_attack", tiny())
+    with pytest.raises(ValueError, match="population"):
+        run("rmia", dataclasses.replace(tiny(), population=np.empty(0, dtype=int)))
+    empty = dataclasses.replace(tiny(), reference_logits=np.zeros((0, 1, 5, 3)),
+                                reference_masks=np.zeros((0, 5), dtype=bool))
+    with pytest.raises(ValueError, match="reference models"):
+        run("lira", empty, mode="offline")

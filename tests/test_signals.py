@@ -1,0 +1,40 @@
+import numpy as np
+import pytest
+from scipy.special import softmax
+
+from miarepro import signals
+
+
+def test_statistics_hand_case():
+    logits = np.array([[2.0, 1.0, 0.0]])
+    labels = np.array([0])
+    p = softmax(logits[0])
+    assert signals.cross_entropy(logits, labels)[0] == pytest.approx(-np.log(p[0]))
+    assert signals.hinge(logits, labels)[0] == pytest.approx(1.0)
+    assert signals.logit_confidence(logits, labels)[0] == pytest.approx(np.log(p[0] / (1 - p[0])))
+    assert signals.correct(logits, np.array([1]))[0] == 0.0
+
+
+def test_logit_confidence_is_stable_for_huge_logits():
+    logits = np.array([[1000.0, 0.0, -5.0], [0.0, 800.0, 0.0]])
+    values = signals.logit_confidence(logits, np.array([0, 0]))
+    assert np.all(np.isfinite(values))
+    assert values[0] == pytest.approx(1000.0 - np.log(np.exp(0.0) + np.exp(-5.0)))
+    assert values[1] == pytest.approx(-800.0 - 0.0 + 0.0, abs=1e-9)
+
+
+def test_leading_axes_broadcast():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(4, 3, 10, 5))
+    labels = rng.integers(0, 5, 10)
+    batched = signals.hinge(logits, labels)
+    assert batched.shape == (4, 3, 10)
+    np.testing.assert_allclose(batched[2, 1], signals.hinge(logits[2, 1], labels))
+
+
+def test_statistic_orientation_and_errors():
+    logits = np.array([[3.0, 0.0]])
+    labels = np.array([0])
+    assert signals.statistic("loss", logits, labels)[0] == -signals.cross_entropy(logits, labels)[0]
+    with pytest.raises(KeyError, match="known"):
+        signals.statistic("nope", logits, labels)

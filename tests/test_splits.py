@@ -1,0 +1,72 @@
+import numpy as np
+import pytest
+
+from miarepro import splits
+
+BMIA = {"scheme": "partition", "seed": 3,
+        "fractions": {"target_train": 0.2, "target_test": 0.2, "reference_pool": 0.4,
+                      "population": 0.2}}
+BALANCED = {"scheme": "balanced", "seed": 3, "population_fraction": 0.1}
+
+
+def test_partition_is_disjoint_with_requested_sizes():
+    split = splits.make_split(1000, BMIA)
+    parts = [split[name] for name in ("target_train", "target_test", "reference_pool",
+                                      "population")]
+    assert [len(p) for p in parts] == [200, 200, 400, 200]
+    assert len(np.unique(np.concatenate(parts))) == 1000
+    np.testing.assert_array_equal(split["audit"],
+                                  np.sort(np.concatenate(parts[:2])))
+
+
+def test_partition_references_are_halves_of_the_pool_and_never_audited():
+    split = splits.make_split(1000, BMIA)
+    for index in range(4):
+        trained = splits.training_indices(split, "reference", index)
+        assert len(trained) == 200
+        assert np.isin(trained, split["reference_pool"]).all()
+        assert not splits.training_mask(split, "reference", index)[split["audit"]].any()
+    target = splits.training_mask(split, "target", 0)
+    np.testing.assert_array_equal(np.flatnonzero(target), split["target_train"])
+
+
+def test_balanced_masks_put_each_sample_in_half_of_any_even_prefix():
+    split = splits.make_split(500, BALANCED)
+    masks = np.stack([splits.training_mask(split, "reference", i) for i in range(6)])
+    pool = split["reference_pool"]
+    assert (masks[:, pool].sum(axis=0) == 3).all()
+    assert not masks[:, split["population"]].any()
+    assert len(split["population"]) == 50
+
+
+def test_model_masks_do_not_depend_on_how_many_models_exist_and_are_seeded():
+    split = splits.make_split(500, BALANCED)
+    first = splits.training_indices(split, "reference", 5)
+    again = splits.training_indices(splits.make_split(500, BALANCED), "reference", 5)
+    np.testing.assert_array_equal(first, again)
+    other_seed = splits.make_split(500, {**BALANCED, "seed": 4})
+    assert not np.array_equal(first, splits.training_indices(other_seed, "reference", 5))
+    # targets and references are different draws
+    assert not np.array_equal(splits.training_indices(split, "target", 0),
+                              splits.training_indices(split, "reference", 0))
+
+
+def test_loo_records_alternate_members_and_grow_as_prefixes():
+    split = splits.make_split(400, BALANCED)
+    records = splits.loo_records(split, 6)
+    member = splits.training_mask(split, "target", 0)[records]
+    np.testing.assert_array_equal(member, [True, False] * 3)
+    np.testing.assert_array_equal(splits.loo_records(split, 10)[:6], records)
+    loo = splits.training_indices(split, "loo", 2 * splits.LOO_STRIDE + 1)
+    target = splits.training_indices(split, "target", 0)
+    assert records[2] not in loo and len(loo) == len(target) - 1
+
+
+def test_bad_specs_fail_with_the_key():
+    with pytest.raises(ValueError, match="unknown part"):
+        splits.make_split(10, {"scheme": "partition", "seed": 0, "fractions": {"train": 0.5}})
+    with pytest.raises(ValueError, match="sum to"):
+        splits.make_split(10, {"scheme": "partition", "seed": 0,
+                               "fractions": {"target_train": 0.7, "target_test": 0.7}})
+    with pytest.raises(ValueError, match="unknown split scheme"):
+        splits.make_split(10, {"scheme": "nope", "seed": 0})

@@ -1,0 +1,66 @@
+import numpy as np
+import pytest
+
+from miarepro.models import build_model
+from miarepro.training import predict_logits, train_model
+
+
+def _data(n=400, d=20, classes=4, seed=0):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(classes, d))
+    y = rng.integers(0, classes, n)
+    return (centers[y] + rng.normal(size=(n, d))).astype(np.float32), y
+
+
+def test_training_is_deterministic_and_learns():
+    X, y = _data()
+    recipe = {"epochs": 15, "lr": 0.05, "batch_size": 32, "milestones": [0.5]}
+    arch = {"arch": "mlp", "widths": [64]}
+    first = train_model(X, y, np.arange(200), arch, recipe, 4, seed=7,
+                        eval_indices=np.arange(200, 400))
+    second = train_model(X, y, np.arange(200), arch, recipe, 4, seed=7)
+    np.testing.assert_array_equal(predict_logits(first.model, X), predict_logits(second.model, X))
+    assert first.info["train_accuracy"] > 0.9
+    assert first.info["test_accuracy"] > 0.5
+    other = train_model(X, y, np.arange(200), arch, recipe, 4, seed=8)
+    assert not np.array_equal(predict_logits(first.model, X), predict_logits(other.model, X))
+
+
+def test_augmented_queries_shape_and_plain_query_first():
+    rng = np.random.default_rng(0)
+    X = rng.random((10, 1, 8, 8), dtype=np.float32)
+    model = build_model({"arch": "cnn", "filters": [4]}, (1, 8, 8), 3)
+    logits = predict_logits(model, X, ["flip", "shift"])
+    assert logits.shape == (6, 10, 3)
+    np.testing.assert_allclose(logits[0], predict_logits(model, X)[0])
+    np.testing.assert_allclose(logits[1], predict_logits(model, X[..., ::-1].copy())[0],
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("spec,shape", [
+    ({"arch": "mlp", "widths": [], "activation": "relu"}, (30,)),
+    ({"arch": "mlp", "widths": [16, 8], "activation": "leaky_relu", "dropout": 0.1}, (30,)),
+    ({"arch": "lenet"}, (3, 32, 32)),
+    ({"arch": "lenet", "variant": "stolen_memories"}, (1, 28, 28)),
+    ({"arch": "cnn", "filters": [8, 16]}, (3, 32, 32)),
+    ({"arch": "resnet", "depth": 20}, (3, 32, 32)),
+    ({"arch": "resnet", "depth": 10}, (3, 32, 32)),
+    ({"arch": "densenet", "depth": 121}, (3, 32, 32)),
+])
+def test_architectures_produce_logits(spec, shape):
+    import torch
+
+    model = build_model(spec, shape, 7)
+    assert model(torch.zeros(2, *shape)).shape == (2, 7)
+
+
+def test_unknown_architecture_names_known_ones():
+    with pytest.raises(ValueError, match="known"):
+        build_model({"arch": "transformer"}, (3,), 2)
+
+
+def test_mse_loss_and_adam_train():
+    X, y = _data(classes=2)
+    trained = train_model(X, y, np.arange(200), {"arch": "mlp", "widths": []},
+                          {"epochs": 10, "optimizer": "adam", "lr": 0.01, "loss": "mse"}, 2, 0)
+    assert trained.info["train_accuracy"] > 0.8

@@ -1,0 +1,140 @@
+"""End-to-end: the whole workflow on a tiny config, then dry runs proving rerun scope."""
+
+import copy
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
+
+TINY = {
+    "scale": "miniature",
+    "datasets": {"tiny": {"source": "purchase_like", "n_samples": 600, "n_features": 60,
+                          "n_classes": 10, "seed": 0}},
+    "studies": {
+        "part": {
+            "paper": "bmia", "paper_dataset": "purchase100", "dataset": "tiny",
+            "split": {"scheme": "partition", "seed": 0,
+                      "fractions": {"target_train": 0.2, "target_test": 0.2,
+                                    "reference_pool": 0.4, "population": 0.2}},
+            "model": {"arch": "mlp", "widths": [64]},
+            "training": {"epochs": 8, "lr": 0.1, "batch_size": 32},
+            "deviations": ["tiny test config"],
+            "attacks": {
+                "attack-p": {"attack": "marginal", "statistic": "hinge",
+                             "paper_attack": "attack_p"},
+                "naive": {"attack": "naive"},
+            },
+        },
+        "bal": {
+            "paper": "iha", "dataset": "tiny", "targets": 2,
+            "split": {"scheme": "balanced", "seed": 1, "population_fraction": 0.2},
+            "model": {"arch": "mlp", "widths": [32]},
+            "training": {"epochs": 6, "lr": 0.1, "batch_size": 32},
+            "attacks": {"loss": {"attack": "marginal", "statistic": "loss"}},
+        },
+    },
+    "artifacts": {
+        "leaderboard": {"builder": "leaderboard"},
+        "BMIA-T1": {"builder": "paper_table", "studies": ["part"],
+                    "metrics": ["tpr@0.1%", "tpr@1%"]},
+        "ROC-part": {"builder": "roc", "studies": ["part"]},
+    },
+}
+
+
+def run(workdir: Path, config: dict, *args: str) -> str:
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    result = subprocess.run(
+        [*SNAKEMAKE, "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"),
+         "--cores", "2", *args], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    return result.stdout + result.stderr
+
+
+def planned_jobs(workdir: Path, config: dict) -> dict[str, int]:
+    """Rule -> number of jobs a dry run would execute."""
+    output = run(workdir, config, "--dry-run")
+    table = output.split("Job stats:")[-1] if "Job stats:" in output else ""
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)
+            if m.group(1) != "total"}
+
+
+def planned_wildcards(workdir: Path, config: dict, rule: str) -> list[str]:
+    output = run(workdir, config, "--dry-run")
+    blocks = re.findall(rf"rule {rule}:.*?wildcards: ([^\n]+)", output, re.S)
+    return blocks
+
+
+@pytest.fixture(scope="module")
+def workflow(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("workflow")
+    run(workdir, TINY)
+    return workdir
+
+
+def test_outputs_exist_with_expected_content(workflow):
+    results = workflow / "results"
+    for name in ("leaderboard.csv", "leaderboard.md", "BMIA-T1.csv", "BMIA-T1.md",
+                 "ROC-part.png", "ROC-part.pdf", "index.md"):
+        assert (results / "artifacts" / name).stat().st_size > 0, name
+    scores = pd.read_parquet(results / "studies/bal/scores/loss.parquet")
+    assert list(scores.columns) == ["sample", "target", "member", "score"]
+    assert sorted(scores["target"].unique()) == [0, 1]
+    assert 0.3 < scores["member"].mean() < 0.7
+    board = pd.read_csv(results / "artifacts/leaderboard.csv")
+    assert set(board["study"]) == {"part", "bal"} and board["auc"].between(0, 1).all()
+    table = pd.read_csv(results / "artifacts/BMIA-T1.csv")
+    attack_p = table[(table["paper_attack"] == "attack_p") & (table["metric"] == "tpr@1%")]
+    assert attack_p["paper"].iloc[0] == pytest.approx(1.10)  # BMIA Table 1, Purchase100
+    index = (results / "artifacts/index.md").read_text()
+    assert "| BMIA-T1 |" in index and "scaled-down proxy (tiny test config)" in index
+    assert len(re.findall(r"^\| [A-Z]+-[A-Z0-9]+[a-z]? \|", index, re.M)) == 66
+    card = yaml.safe_load((results / "studies/part/models/target/0.json").read_text())
+    assert {"train_indices_sha256", "seed", "train_accuracy", "test_accuracy",
+            "train_seconds"} <= set(card)
+
+
+def test_nothing_left_to_do_after_a_run(workflow):
+    assert planned_jobs(workflow, TINY) == {}
+
+
+def test_editing_one_attack_reruns_only_that_attack_and_its_artifacts(workflow):
+    edited = copy.deepcopy(TINY)
+    edited["studies"]["part"]["attacks"]["attack-p"]["statistic"] = "loss"
+    jobs = planned_jobs(workflow, edited)
+    assert jobs == {"score": 1, "table": 2, "figure": 1, "index": 1, "all": 1}, jobs
+    (wildcards,) = planned_wildcards(workflow, edited, "score")
+    assert "study=part" in wildcards and "attack=attack-p" in wildcards
+
+
+def test_editing_training_reruns_only_that_study(workflow):
+    edited = copy.deepcopy(TINY)
+    edited["studies"]["bal"]["training"]["epochs"] = 7
+    jobs = planned_jobs(workflow, edited)
+    assert jobs.get("train") == 2 and jobs.get("score") == 1, jobs
+    assert "dataset" not in jobs and "split" not in jobs
+    assert all("study=bal" in w for w in planned_wildcards(workflow, edited, "train"))
+
+
+def test_adding_reference_models_keeps_existing_ones(workflow):
+    edited = copy.deepcopy(TINY)
+    edited["studies"]["part"]["attacks"]["naive"]["n_reference"] = 2
+    jobs = planned_jobs(workflow, edited)
+    # the partition study had no reference models yet: exactly two new ones are trained
+    assert jobs.get("train") == 2, jobs
+
+
+def test_same_config_gives_identical_scores(workflow, tmp_path):
+    shutil.copytree(workflow / "results", tmp_path / "first")
+    run(workflow, TINY, "--forceall")
+    for first in sorted((tmp_path / "first" / "studies").rglob("*.parquet")):
+        second = workflow / "results" / first.relative_to(tmp_path / "first")
+        pd.testing.assert_frame_equal(pd.read_parquet(first), pd.read_parquet(second))
