@@ -8,6 +8,7 @@ figures as ``NAME.png`` and ``NAME.pdf``.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,12 +105,17 @@ def _compute_seconds(results: str, study: str, attack: str, n_reference: int) ->
 
 
 def _paper_value(papers: pd.DataFrame, dataset, attack, setting, metric: str) -> float | None:
-    if not dataset or not attack:
+    """The paper's number for one cell; missing keys (None or NaN) match empty settings."""
+    if _missing(dataset) or _missing(attack):
         return None
     rows = papers[(papers["dataset"] == dataset) & (papers["attack"] == attack)
                   & (papers["metric"] == metric)]
-    rows = rows[rows["setting"].fillna("") == (setting or "")]
+    rows = rows[rows["setting"].fillna("") == ("" if _missing(setting) else setting)]
     return None if rows.empty else float(rows["value"].iloc[0])
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and pd.isna(value))
 
 
 def _percent(frame: pd.DataFrame, fprs) -> pd.DataFrame:
@@ -204,7 +210,7 @@ def roc_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pref
         axis.set(xscale="log", yscale="log", xlim=(floor, 1), ylim=(floor, 1),
                  xlabel="False positive rate", ylabel="True positive rate", title=study)
         axis.legend(fontsize=6.5, loc="lower right")
-    figure.suptitle(settings.get("title", name), fontsize=10)
+    figure.suptitle(textwrap.fill(settings.get("title", name), 40 * len(studies)), fontsize=9)
     figure.tight_layout()
     for suffix in (".png", ".pdf"):
         with io.atomic_path(prefix + suffix) as tmp:
