@@ -89,8 +89,6 @@ def _check_names(config: dict[str, Any]) -> None:
         scheme = study["split"]["scheme"]
         if scheme == "partition" and "fractions" not in study["split"]:
             raise ConfigError(f"config key {where}.split.fractions: required by 'partition'")
-        if scheme == "partition" and study["targets"] != 1:
-            raise ConfigError(f"config key {where}.targets: the partition scheme has one target")
         for attack_name, entry in study["attacks"].items():
             at = f"{where}.attacks.{attack_name}"
             try:

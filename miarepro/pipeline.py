@@ -88,7 +88,12 @@ def _digest(indices: np.ndarray) -> str:
 def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_signals: list[str],
           reference_signals: list[str], loo_signals: list[str], output: str,
           study: Any = None) -> None:
-    """Run one attack instance on every target of a study and write its scores table."""
+    """Run one attack instance on every target of a study and write its scores table.
+
+    ``reference_signals`` are the files ``.../reference/<index>.npy`` of every reference model
+    any target uses (see :func:`miarepro.splits.reference_indices`). Leave-one-out attacks
+    score target 0 only: the leave-one-out models are trained from its training set.
+    """
     from miarepro.attacks import AttackContext, get_attack
 
     spec = get_attack(attack["attack"])
@@ -96,22 +101,26 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
     with np.load(dataset_path) as data:
         labels = data["y"]
     split = io.read_arrays(split_path)
-    targets = [np.load(path) for path in target_signals]
-    references = _stack(reference_signals, empty_like=targets[0])
-    reference_masks = np.stack([splits.training_mask(split, "reference", i)
-                                for i in range(len(reference_signals))]) \
-        if reference_signals else np.zeros((0, len(labels)), dtype=bool)
-    audit, loo_logits = split["audit"], None
+    by_index = {int(Path(path).stem): path for path in reference_signals}
+    loo_logits = None
     if spec.needs_loo:
-        audit, loo_logits = _loo_inputs(split, attack, loo_signals)
+        target_signals = target_signals[:1]
+        loo_records, loo_logits = _loo_inputs(split, attack, loo_signals)
     frames = []
-    for target, target_logits in enumerate(targets):
+    for target, path in enumerate(target_signals):
+        target_logits = np.load(path)
+        part = splits.repetition(split, target)
+        indices = splits.reference_indices(str(split["scheme"]), target,
+                                           attack.get("n_reference", 0))
+        audit = loo_records if spec.needs_loo else part["audit"]
         context = AttackContext(
-            labels=labels, audit=audit, population=split["population"],
-            validation=split["validation"], target_logits=target_logits,
+            labels=labels, audit=audit, population=part["population"],
+            validation=part["validation"], target_logits=target_logits,
             target_mask=splits.training_mask(split, "target", target),
-            reference_logits=references, reference_masks=reference_masks,
-            reference_pool=split["reference_pool"], loo_logits=loo_logits,
+            reference_logits=_stack([by_index[i] for i in indices], empty_like=target_logits),
+            reference_masks=np.array([splits.training_mask(split, "reference", i)
+                                      for i in indices]).reshape(len(indices), len(labels)),
+            reference_pool=part["reference_pool"], loo_logits=loo_logits,
             target_index=target, seed=int(split["seed"]), study=study)
         values = np.asarray(spec.fn(context, **params), dtype=np.float64)
         if values.shape != audit.shape:
@@ -140,4 +149,4 @@ def _loo_inputs(split: dict, attack: dict, loo_signals: list[str]) -> tuple[np.n
 
 
 def loo_model_indices(records: int, models: int) -> list[int]:
-    return [k * splits.LOO_STRIDE + j for k in range(records) for j in range(models)]
+    return [k * splits.STRIDE + j for k in range(records) for j in range(models)]

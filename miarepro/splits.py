@@ -1,8 +1,9 @@
 """Split schemes: which samples each model trains on and which samples are audited.
 
 A split is saved once per study (``split.npz``) and holds named index arrays into the study
-dataset. Model training sets are *derived* from it by :func:`training_mask`, so that adding
-reference models or targets never changes the split file and never retrains existing models.
+dataset. Model training sets are *derived* from it by :func:`training_indices`, so adding
+reference models, targets or repetitions never changes the split file and never retrains
+existing models.
 
 Two schemes cover the five papers:
 
@@ -10,10 +11,14 @@ Two schemes cover the five papers:
   ``target_test``, ``reference_pool``, ``population``), QMIA 50/50, Stolen Memories ¼/¼/½,
   Subpop victim/attacker/test. The target trains on ``target_train``; the audit set is
   ``target_train ∪ target_test``; reference models train on halves of ``reference_pool`` and
-  are therefore OUT for every audited sample (offline attacks only).
+  are therefore OUT for every audited sample (offline attacks only). Target ``t`` is
+  *repetition* ``t`` (Stolen Memories repeats each experiment over 10 random splits): it has
+  its own partition, drawn from ``(seed, t)``, and its own reference models, numbered
+  ``t * STRIDE + i``. The file stores repetition 0; :func:`repetition` derives the others.
 - ``balanced`` — Carlini et al.'s LiRA/IHA setting: every model (targets and references alike)
   trains on a random half of one pool, so each pool sample is IN for half of the models and the
   audit set is the pool itself. An optional ``population`` fraction is kept out of every model.
+  All targets share the pool and the reference models.
 
 Halves come in complementary pairs: models ``2j`` and ``2j+1`` split the pool between them with a
 permutation seeded by ``(seed, role, j)``. Hence every sample is IN for exactly half of any even
@@ -27,14 +32,15 @@ from typing import Any
 import numpy as np
 
 PARTS = ("target_train", "target_test", "reference_pool", "population", "validation")
-ROLES = ("target", "reference")
+ROLES = ("target", "reference", "loo")
+STRIDE = 1000  # model index = group * STRIDE + member: repetition (references) or record (LOO)
 _ROLE_STREAM = {"target": 1, "reference": 2, "loo": 3}
 
 
-def make_split(n_samples: int, spec: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Build the split arrays of a study from its ``split`` config section."""
+def make_split(n_samples: int, spec: dict[str, Any], repetition: int = 0) -> dict[str, np.ndarray]:
+    """Build the split arrays of a study (of one repetition) from its ``split`` config."""
     scheme = spec["scheme"]
-    order = np.random.default_rng([int(spec["seed"]), 0]).permutation(n_samples)
+    order = np.random.default_rng([int(spec["seed"]), repetition]).permutation(n_samples)
     if scheme == "partition":
         parts = _partition(order, spec["fractions"])
         parts["audit"] = np.sort(np.concatenate([parts["target_train"], parts["target_test"]]))
@@ -50,10 +56,30 @@ def make_split(n_samples: int, spec: dict[str, Any]) -> dict[str, np.ndarray]:
     for name in PARTS:
         parts.setdefault(name, np.empty(0, dtype=np.int64))
     parts = {key: np.asarray(value, dtype=np.int64) for key, value in parts.items()}
-    parts["scheme"] = np.array(scheme)
-    parts["seed"] = np.array(int(spec["seed"]))
-    parts["n_samples"] = np.array(n_samples)
+    fractions = spec.get("fractions", {})
+    parts.update(
+        scheme=np.array(scheme), seed=np.array(int(spec["seed"])), n_samples=np.array(n_samples),
+        fraction_names=np.array(list(fractions), dtype=str),
+        fraction_values=np.array(list(fractions.values()), dtype=np.float64),
+        population_fraction=np.array(float(spec.get("population_fraction", 0.0))),
+    )
     return parts
+
+
+def repetition(split: dict[str, np.ndarray], target: int) -> dict[str, np.ndarray]:
+    """The split seen by target ``target``: its own partition, or the shared balanced pool."""
+    if str(split["scheme"]) == "balanced" or target == 0:
+        return split
+    spec = {"scheme": "partition", "seed": int(split["seed"]),
+            "fractions": dict(zip(split["fraction_names"].tolist(),
+                                  split["fraction_values"].tolist(), strict=True))}
+    return make_split(int(split["n_samples"]), spec, repetition=target)
+
+
+def reference_indices(scheme: str, target: int, count: int) -> list[int]:
+    """Reference models of target ``target``: shared (balanced) or its repetition's own."""
+    offset = target * STRIDE if scheme == "partition" else 0
+    return [offset + i for i in range(count)]
 
 
 def _partition(order: np.ndarray, fractions: dict[str, float]) -> dict[str, np.ndarray]:
@@ -76,21 +102,23 @@ def _half(pool: np.ndarray, seed: int, role: str, index: int) -> np.ndarray:
 def training_indices(split: dict[str, np.ndarray], role: str, index: int) -> np.ndarray:
     """Sorted dataset indices that model ``role/index`` trains on.
 
-    Leave-one-out model ``loo/index`` trains on target 0's training set without
-    ``loo_records(split, ...)[index // LOO_STRIDE]``; ``index % LOO_STRIDE`` is its seed number.
+    Reference ``t * STRIDE + i`` of a partition study belongs to repetition ``t``. Leave-one-out
+    model ``k * STRIDE + j`` trains on target 0's training set without record
+    ``loo_records(split, ...)[k]``; ``j`` numbers its seeds.
     """
     scheme, seed = str(split["scheme"]), int(split["seed"])
     if role == "target":
         if scheme == "partition":
-            return split["target_train"]
+            return repetition(split, index)["target_train"]
         return _half(split["reference_pool"], seed, "target", index)
     if role == "reference":
-        return _half(split["reference_pool"], seed, "reference", index)
+        group = index // STRIDE if scheme == "partition" else 0
+        return _half(repetition(split, group)["reference_pool"], seed, "reference", index)
     if role == "loo":
         base = training_indices(split, "target", 0)
-        record = loo_records(split, index // LOO_STRIDE + 1)[index // LOO_STRIDE]
+        record = loo_records(split, index // STRIDE + 1)[index // STRIDE]
         return base[base != record]
-    raise ValueError(f"unknown model role {role!r}; known: {[*ROLES, 'loo']}")
+    raise ValueError(f"unknown model role {role!r}; known: {list(ROLES)}")
 
 
 def training_mask(split: dict[str, np.ndarray], role: str, index: int) -> np.ndarray:
@@ -98,9 +126,6 @@ def training_mask(split: dict[str, np.ndarray], role: str, index: int) -> np.nda
     mask = np.zeros(int(split["n_samples"]), dtype=bool)
     mask[training_indices(split, role, index)] = True
     return mask
-
-
-LOO_STRIDE = 1000
 
 
 def loo_records(split: dict[str, np.ndarray], count: int) -> np.ndarray:
@@ -119,9 +144,3 @@ def loo_records(split: dict[str, np.ndarray], count: int) -> np.ndarray:
     records[0::2] = members[: (count + 1) // 2]
     records[1::2] = outsiders[: count // 2]
     return records
-
-
-def load_split(path: str) -> dict[str, np.ndarray]:
-    from miarepro.io import read_arrays
-
-    return read_arrays(path)

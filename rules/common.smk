@@ -3,6 +3,7 @@ import re
 
 from miarepro.artifacts import builders as artifact_builders
 from miarepro.pipeline import loo_model_indices
+from miarepro.splits import reference_indices
 
 RESULTS = "results"  # outputs live under the working directory (see --directory)
 ENV = "../envs/miarepro.yaml"
@@ -28,22 +29,20 @@ def signal_files(study, role, indices):
 
 
 def attack_inputs(wildcards):
-    """Signals an attack instance reads: all targets, its n references, its LOO models."""
+    """Signals an attack instance reads: all targets, their references, its LOO models."""
     study = study_config(wildcards)
     attack = study["attacks"][wildcards.attack]
     loo = loo_model_indices(attack.get("loo_records", 0), attack.get("loo_models", 0))
+    references = sorted({i for target in range(study["targets"])
+                         for i in reference_indices(study["split"]["scheme"], target,
+                                                    attack.get("n_reference", 0))})
     return {
         "dataset": dataset_file(wildcards),
         "split": f"{RESULTS}/studies/{wildcards.study}/split.npz",
         "targets": signal_files(wildcards.study, "target", range(study["targets"])),
-        "references": signal_files(wildcards.study, "reference",
-                                   range(attack.get("n_reference", 0))),
+        "references": signal_files(wildcards.study, "reference", references),
         "loo": signal_files(wildcards.study, "loo", loo),
     }
-
-
-def score_files(study):
-    return [f"{RESULTS}/studies/{study}/scores/{a}.parquet" for a in config["studies"][study]["attacks"]]
 
 
 def artifact_outputs():

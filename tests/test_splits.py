@@ -51,13 +51,28 @@ def test_model_masks_do_not_depend_on_how_many_models_exist_and_are_seeded():
                               splits.training_indices(split, "reference", 0))
 
 
+def test_partition_repetitions_have_their_own_split_and_references():
+    split = splits.make_split(1000, BMIA)
+    first, second = splits.repetition(split, 0), splits.repetition(split, 1)
+    assert first is split
+    assert not np.array_equal(first["target_train"], second["target_train"])
+    np.testing.assert_array_equal(splits.repetition(split, 1)["audit"], second["audit"])
+    np.testing.assert_array_equal(splits.training_indices(split, "target", 1),
+                                  second["target_train"])
+    (reference,) = splits.reference_indices("partition", 1, 1)
+    assert reference == splits.STRIDE
+    trained = splits.training_indices(split, "reference", reference)
+    assert np.isin(trained, second["reference_pool"]).all()
+    assert splits.reference_indices("balanced", 1, 3) == [0, 1, 2]
+
+
 def test_loo_records_alternate_members_and_grow_as_prefixes():
     split = splits.make_split(400, BALANCED)
     records = splits.loo_records(split, 6)
     member = splits.training_mask(split, "target", 0)[records]
     np.testing.assert_array_equal(member, [True, False] * 3)
     np.testing.assert_array_equal(splits.loo_records(split, 10)[:6], records)
-    loo = splits.training_indices(split, "loo", 2 * splits.LOO_STRIDE + 1)
+    loo = splits.training_indices(split, "loo", 2 * splits.STRIDE + 1)
     target = splits.training_indices(split, "target", 0)
     assert records[2] not in loo and len(loo) == len(target) - 1
 

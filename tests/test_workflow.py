@@ -20,7 +20,7 @@ TINY = {
                           "n_classes": 10, "seed": 0}},
     "studies": {
         "part": {
-            "paper": "bmia", "paper_dataset": "purchase100", "dataset": "tiny",
+            "paper": "bmia", "paper_dataset": "purchase100", "dataset": "tiny", "targets": 2,
             "split": {"scheme": "partition", "seed": 0,
                       "fractions": {"target_train": 0.2, "target_test": 0.2,
                                     "reference_pool": 0.4, "population": 0.2}},
@@ -128,8 +128,8 @@ def test_adding_reference_models_keeps_existing_ones(workflow):
     edited = copy.deepcopy(TINY)
     edited["studies"]["part"]["attacks"]["naive"]["n_reference"] = 2
     jobs = planned_jobs(workflow, edited)
-    # the partition study had no reference models yet: exactly two new ones are trained
-    assert jobs.get("train") == 2, jobs
+    # the partition study had no reference models yet: two per repetition (target) are trained
+    assert jobs.get("train") == 4, jobs
 
 
 def test_same_config_gives_identical_scores(workflow, tmp_path):
