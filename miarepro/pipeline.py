@@ -85,9 +85,44 @@ def _digest(indices: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(indices, dtype=np.int64).tobytes()).hexdigest()
 
 
+class StudyFiles:
+    """Lazy access to a study's data, models and recipe, for white-box attacks.
+
+    Checkpoints are loaded with ``weights_only=True``: only tensors are unpickled.
+    """
+
+    def __init__(self, dataset_path: str, split_path: str, model_dir: str,
+                 architecture: dict[str, Any], recipe: dict[str, Any]) -> None:
+        self.dataset_path, self.model_dir = dataset_path, Path(model_dir)
+        self.split = io.read_arrays(split_path)
+        self.architecture, self._recipe = architecture, recipe
+
+    def features(self) -> np.ndarray:
+        with np.load(self.dataset_path) as data:
+            return data["X"]
+
+    def training_indices(self, role: str, index: int) -> np.ndarray:
+        return splits.training_indices(self.split, role, index)
+
+    def recipe(self) -> dict[str, Any]:
+        return dict(self._recipe)
+
+    def load_model(self, role: str, index: int) -> Any:
+        import torch
+
+        from miarepro.models import build_model
+
+        card = io.read_json(Path(self.dataset_path).with_suffix(".json"))
+        model = build_model(self.architecture, tuple(card["input_shape"]), card["n_classes"])
+        state = torch.load(self.model_dir / role / f"{index}.pt", map_location="cpu",
+                           weights_only=True)
+        model.load_state_dict(state)
+        return model.eval()
+
+
 def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_signals: list[str],
           reference_signals: list[str], loo_signals: list[str], output: str,
-          study: Any = None) -> None:
+          study: StudyFiles | None = None) -> None:
     """Run one attack instance on every target of a study and write its scores table.
 
     ``reference_signals`` are the files ``.../reference/<index>.npy`` of every reference model

@@ -6,6 +6,8 @@ rule score:
         "results/studies/{study}/scores/{attack}.parquet",
     params:
         attack=lambda wc: study_config(wc)["attacks"][wc.attack],
+        # white-box attacks rebuild models, so they (only) rerun when the recipe changes
+        whitebox=whitebox_params,
     resources:
         mem_mb=8000,
         runtime=30,

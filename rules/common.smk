@@ -3,6 +3,7 @@ import re
 
 from miarepro.artifacts import builders as artifact_builders
 from miarepro.pipeline import loo_model_indices
+from miarepro.attacks import get_attack
 from miarepro.splits import reference_indices
 
 RESULTS = "results"  # outputs live under the working directory (see --directory)
@@ -29,20 +30,35 @@ def signal_files(study, role, indices):
 
 
 def attack_inputs(wildcards):
-    """Signals an attack instance reads: all targets, their references, its LOO models."""
+    """Signals an attack instance reads: all targets, their references, its LOO models.
+
+    White-box attacks also get the model files of those models.
+    """
     study = study_config(wildcards)
     attack = study["attacks"][wildcards.attack]
     loo = loo_model_indices(attack.get("loo_records", 0), attack.get("loo_models", 0))
     references = sorted({i for target in range(study["targets"])
                          for i in reference_indices(study["split"]["scheme"], target,
                                                     attack.get("n_reference", 0))})
-    return {
+    models = {"target": range(study["targets"]), "reference": references, "loo": loo}
+    inputs = {
         "dataset": dataset_file(wildcards),
         "split": f"{RESULTS}/studies/{wildcards.study}/split.npz",
-        "targets": signal_files(wildcards.study, "target", range(study["targets"])),
+        "targets": signal_files(wildcards.study, "target", models["target"]),
         "references": signal_files(wildcards.study, "reference", references),
         "loo": signal_files(wildcards.study, "loo", loo),
     }
+    if get_attack(attack["attack"]).whitebox:
+        inputs["models"] = [f"{RESULTS}/studies/{wildcards.study}/models/{role}/{i}.pt"
+                            for role, indices in models.items() for i in indices]
+    return inputs
+
+
+def whitebox_params(wildcards):
+    study = study_config(wildcards)
+    if not get_attack(study["attacks"][wildcards.attack]["attack"]).whitebox:
+        return {}
+    return {"model": study["model"], "training": study["training"]}
 
 
 def artifact_outputs():

@@ -2,7 +2,12 @@ from miarepro import logs, pipeline
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
 logs.setup(sm)
+study = None
+if sm.params.whitebox:
+    study = pipeline.StudyFiles(sm.input.dataset, sm.input.split,
+                                f"results/studies/{sm.wildcards.study}/models",
+                                sm.params.whitebox["model"], sm.params.whitebox["training"])
 pipeline.score(
     sm.params.attack, sm.input.dataset, sm.input.split, list(sm.input.targets),
-    list(sm.input.references), list(sm.input.loo), sm.output[0],
+    list(sm.input.references), list(sm.input.loo), sm.output[0], study=study,
 )

@@ -132,6 +132,22 @@ def test_adding_reference_models_keeps_existing_ones(workflow):
     assert jobs.get("train") == 4, jobs
 
 
+def test_white_box_handle_rebuilds_the_saved_models(workflow):
+    import numpy as np
+
+    from miarepro.pipeline import StudyFiles
+    from miarepro.training import predict_logits
+
+    study = workflow / "results" / "studies" / "part"
+    handle = StudyFiles(str(workflow / "results" / "datasets" / "tiny.npz"),
+                        str(study / "split.npz"), str(study / "models"),
+                        TINY["studies"]["part"]["model"], TINY["studies"]["part"]["training"])
+    logits = predict_logits(handle.load_model("target", 1), handle.features())
+    np.testing.assert_allclose(logits, np.load(study / "signals" / "target" / "1.npy"),
+                               rtol=1e-5, atol=1e-5)
+    assert len(handle.training_indices("target", 1)) == 120  # 20% of 600, repetition 1
+
+
 def test_same_config_gives_identical_scores(workflow, tmp_path):
     shutil.copytree(workflow / "results", tmp_path / "first")
     run(workflow, TINY, "--forceall")

@@ -23,11 +23,13 @@ _CHUNK_ELEMENTS = 1 << 18  # logits converted to float64 at a time (2 MB: stays 
 
 
 class StudyHandle(Protocol):
-    """What white-box and attack-side-model attacks may load (see :mod:`miarepro.study`)."""
+    """What white-box attacks may load (:class:`miarepro.pipeline.StudyFiles` implements it)."""
 
     def features(self) -> np.ndarray: ...
 
     def load_model(self, role: str, index: int) -> Any: ...
+
+    def training_indices(self, role: str, index: int) -> np.ndarray: ...
 
     def recipe(self) -> dict[str, Any]: ...
 
