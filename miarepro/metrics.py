@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
-from sklearn.metrics import roc_auc_score, roc_curve
 
 DEFAULT_FPRS = (0.001, 0.01)
 
@@ -35,11 +34,15 @@ def _check(member: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 def roc(member: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(fpr, tpr, thresholds)`` of the full ROC curve (no points dropped)."""
+    from sklearn.metrics import roc_curve  # imported on use: the Snakefile imports this module
+
     member, score = _check(member, score)
     return roc_curve(member, score, drop_intermediate=False)
 
 
 def auc(member: np.ndarray, score: np.ndarray) -> float:
+    from sklearn.metrics import roc_auc_score
+
     member, score = _check(member, score)
     return float(roc_auc_score(member, score))
 

@@ -18,7 +18,6 @@ from miarepro import io, splits
 from miarepro.config import attack_params
 
 log = logging.getLogger(__name__)
-ROLE_IDS = {"target": 1, "reference": 2, "loo": 3}
 
 
 def make_dataset(spec: dict[str, Any], data_dir: str, output: str) -> None:
@@ -42,7 +41,8 @@ def make_split(dataset_path: str, spec: dict[str, Any], output: str) -> None:
 
 def model_seed(base_seed: int, role: str, index: int) -> int:
     """Distinct, reproducible seed per model; independent of how many models exist."""
-    return int(np.random.SeedSequence([base_seed, ROLE_IDS[role], index]).generate_state(1)[0])
+    sequence = np.random.SeedSequence([base_seed, splits.ROLE_IDS[role], index])
+    return int(sequence.generate_state(1)[0])
 
 
 def train(dataset_path: str, split_path: str, role: str, index: int, architecture: dict,
@@ -61,9 +61,9 @@ def train(dataset_path: str, split_path: str, role: str, index: int, architectur
     indices = splits.training_indices(split, role, index)
     recipe = dict(recipe)
     seed = model_seed(int(recipe.pop("seed", 0)), role, index)
-    held_out = split["target_test"] if len(split["target_test"]) else split["population"]
     trained = train_model(data["X"], data["y"], indices, architecture, recipe,
-                          description["n_classes"], seed, eval_indices=held_out)
+                          description["n_classes"], seed,
+                          eval_indices=splits.held_out_indices(split, role, index))
     start = time.perf_counter()
     logits = predict_logits(trained.model, data["X"], queries)
     info = {**trained.info, "role": role, "index": index,

@@ -34,7 +34,7 @@ import numpy as np
 PARTS = ("target_train", "target_test", "reference_pool", "population", "validation")
 ROLES = ("target", "reference", "loo")
 STRIDE = 1000  # model index = group * STRIDE + member: repetition (references) or record (LOO)
-_ROLE_STREAM = {"target": 1, "reference": 2, "loo": 3}
+ROLE_IDS = {"target": 1, "reference": 2, "loo": 3}  # seed streams of the model roles
 
 
 def make_split(n_samples: int, spec: dict[str, Any], repetition: int = 0) -> dict[str, np.ndarray]:
@@ -94,7 +94,7 @@ def _partition(order: np.ndarray, fractions: dict[str, float]) -> dict[str, np.n
 
 
 def _half(pool: np.ndarray, seed: int, role: str, index: int) -> np.ndarray:
-    pair = np.random.default_rng([seed, _ROLE_STREAM[role], index // 2]).permutation(len(pool))
+    pair = np.random.default_rng([seed, ROLE_IDS[role], index // 2]).permutation(len(pool))
     half = len(pool) // 2
     return pool[np.sort(pair[:half] if index % 2 == 0 else pair[half:])]
 
@@ -121,6 +121,19 @@ def training_indices(split: dict[str, np.ndarray], role: str, index: int) -> np.
     raise ValueError(f"unknown model role {role!r}; known: {list(ROLES)}")
 
 
+def held_out_indices(split: dict[str, np.ndarray], role: str, index: int) -> np.ndarray:
+    """Samples of the model's own distribution it never saw, for its test accuracy.
+
+    Partition: the test part of the model's repetition. Balanced: the pool minus the model's
+    training half.
+    """
+    if str(split["scheme"]) == "partition":
+        group = {"target": index, "reference": index // STRIDE, "loo": 0}[role]
+        return repetition(split, group)["target_test"]
+    pool = split["reference_pool"]
+    return pool[~np.isin(pool, training_indices(split, role, index))]
+
+
 def training_mask(split: dict[str, np.ndarray], role: str, index: int) -> np.ndarray:
     """Boolean membership of model ``role/index`` over all samples of the dataset."""
     mask = np.zeros(int(split["n_samples"]), dtype=bool)
@@ -136,7 +149,7 @@ def loo_records(split: dict[str, np.ndarray], count: int) -> np.ndarray:
     """
     audit = split["audit"]
     member = training_mask(split, "target", 0)[audit]
-    rng = np.random.default_rng([int(split["seed"]), _ROLE_STREAM["loo"]])
+    rng = np.random.default_rng([int(split["seed"]), ROLE_IDS["loo"]])
     members, outsiders = rng.permutation(audit[member]), rng.permutation(audit[~member])
     if count > 2 * min(len(members), len(outsiders)):
         raise ValueError(f"cannot pick {count} balanced leave-one-out records from the audit set")

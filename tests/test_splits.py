@@ -66,6 +66,17 @@ def test_partition_repetitions_have_their_own_split_and_references():
     assert splits.reference_indices("balanced", 1, 3) == [0, 1, 2]
 
 
+def test_held_out_samples_are_never_trained_on():
+    for spec in (BMIA, BALANCED):
+        split = splits.make_split(600, spec)
+        for role, index in (("target", 0), ("target", 1), ("reference", 3)):
+            if spec is BMIA and role == "reference":
+                index = splits.STRIDE + 3  # a reference model of repetition 1
+            held_out = splits.held_out_indices(split, role, index)
+            assert len(held_out) > 0
+            assert not np.isin(held_out, splits.training_indices(split, role, index)).any()
+
+
 def test_loo_records_alternate_members_and_grow_as_prefixes():
     split = splits.make_split(400, BALANCED)
     records = splits.loo_records(split, 6)

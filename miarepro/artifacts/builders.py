@@ -45,10 +45,8 @@ def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> li
         for attack in config["studies"][study]["attacks"]:
             files.append(str(res.score_path(results, study, attack)))
             files.append(f"{results}/benchmarks/{study}/score-{attack}.tsv")
-        n_references = max((a.get("n_reference", 0)
-                            for a in config["studies"][study]["attacks"].values()), default=0)
-        files += [f"{results}/studies/{study}/models/reference/{i}.json"
-                  for i in range(n_references)]
+        files += [_card(results, study, role, i) for attack in config["studies"][study]["attacks"]
+                  .values() for role, i in _models_used(attack)]
     return files
 
 
@@ -70,10 +68,8 @@ def leaderboard(name: str, settings: dict[str, Any], config: dict[str, Any], pre
     for study in studies_of(settings, config):
         study_config = config["studies"][study]
         table = res.study_metrics(RESULTS, study, study_config, fprs)
-        table["compute_seconds"] = [
-            _compute_seconds(RESULTS, study, attack, n)
-            for attack, n in zip(table["attack"], table["n_reference"], strict=True)
-        ]
+        table["compute_seconds"] = [_compute_seconds(RESULTS, study, attack, study_config)
+                                    for attack in table["attack"]]
         table["paper_dataset"] = study_config.get("paper_dataset")
         table["scale"] = scale_note(config, study_config)
         frames.append(table)
@@ -89,7 +85,8 @@ def leaderboard(name: str, settings: dict[str, Any], config: dict[str, Any], pre
              f"paper_{metric}", "compute_seconds"]
     lines = [f"# {name}: all attacks on the same targets", "",
              "TPR in %, AUC as a fraction (mean over targets). Compute = training seconds of the "
-             "reference models an attack uses plus its scoring seconds. Paper values are those "
+             "reference and leave-one-out models an attack uses (for one target) plus its "
+             "scoring seconds. Paper values are those "
              "of the paper each study reproduces, for the dataset it stands in for.", ""]
     for study, group in board.groupby("study", sort=False):
         lines += [f"## {study}", "", f"_{group['scale'].iloc[0]}_", "",
@@ -97,10 +94,24 @@ def leaderboard(name: str, settings: dict[str, Any], config: dict[str, Any], pre
     io.write_text(prefix + ".md", "\n".join(lines))
 
 
-def _compute_seconds(results: str, study: str, attack: str, n_reference: int) -> float:
+def _models_used(attack: dict[str, Any]) -> list[tuple[str, int]]:
+    """Attack-side models one target's attack needs: its references and leave-one-out models."""
+    from miarepro.pipeline import loo_model_indices
+
+    loo = loo_model_indices(attack.get("loo_records", 0), attack.get("loo_models", 0))
+    return ([("reference", i) for i in range(attack.get("n_reference", 0))]
+            + [("loo", i) for i in loo])
+
+
+def _card(results: str, study: str, role: str, index: int) -> str:
+    return f"{results}/studies/{study}/models/{role}/{index}.json"
+
+
+def _compute_seconds(results: str, study: str, attack: str, study_config: dict) -> float:
+    """Scoring seconds plus training seconds of the models the attack needs (per target)."""
     bench = pd.read_csv(f"{results}/benchmarks/{study}/score-{attack}.tsv", sep="\t")
-    cards = [io.read_json(f"{results}/studies/{study}/models/reference/{i}.json")
-             for i in range(n_reference)]
+    cards = [io.read_json(_card(results, study, role, i))
+             for role, i in _models_used(study_config["attacks"][attack])]
     return round(float(bench["s"].iloc[0]) + sum(c["train_seconds"] for c in cards), 2)
 
 
