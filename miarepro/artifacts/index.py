@@ -13,9 +13,13 @@ def status(artifact_id: str, entry: dict[str, Any], config: dict[str, Any]) -> s
         settings = config["artifacts"][artifact_id]
         studies = settings.get("studies", list(config["studies"]))
         deviations = sorted({d for s in studies for d in config["studies"][s]["deviations"]})
+        covered = sorted({config["studies"][s].get("paper_dataset") or s for s in studies})
+        scope = f" for {', '.join(covered)}" if entry["needs"] else ""
+        rest = f"; the rest needs {', '.join(entry['needs'])}" if entry["needs"] else ""
         if config["scale"] == "paper" and not deviations:
-            return "reproduced"
-        return "scaled-down proxy (" + ("; ".join(deviations) or "miniature settings") + ")"
+            return f"reproduced{scope}{rest}"
+        return (f"scaled-down proxy{scope} (" + ("; ".join(deviations) or "miniature settings")
+                + f"){rest}")
     if entry["needs"]:
         return f"needs {', '.join(entry['needs'])}: {entry['todo']}"
     return f"not yet implemented: {entry['todo']}"
