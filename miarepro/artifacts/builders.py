@@ -204,24 +204,25 @@ def roc_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pref
 
     studies = studies_of(settings, config)
     sns.set_theme(style="whitegrid", context="paper")
-    figure, axes = plt.subplots(1, len(studies), figsize=(4.6 * len(studies), 4.2), squeeze=False)
+    figure, axes = plt.subplots(1, len(studies), figsize=(7.2 * len(studies), 4.2), squeeze=False)
     for axis, study in zip(axes[0], studies, strict=True):
         study_config = config["studies"][study]
         wanted = settings.get("attacks", list(study_config["attacks"]))
-        palette = sns.color_palette("colorblind", len(wanted))
+        palette = sns.color_palette("colorblind" if len(wanted) <= 10 else "husl", len(wanted))
+        floor = 1.0
         for colour, attack in zip(palette, wanted, strict=True):
             scores = pd.read_parquet(res.score_path(RESULTS, study, attack))
             fpr, tpr = res.roc_points(scores)
             label = study_config["attacks"][attack].get("label", attack)
             auc = res.attack_metrics(scores)["auc"]
             axis.plot(fpr, tpr, color=colour, label=f"{label} (AUC {auc:.3f})", lw=1.4)
-        floor = 1.0 / max(len(scores) // 2, 1)
+            floor = min(floor, 1.0 / max(int((~scores["member"]).sum()), 1))
         grid = np.logspace(np.log10(floor), 0, 50)
         axis.plot(grid, grid, ls="--", color="grey", lw=0.8, label="chance")
         axis.set(xscale="log", yscale="log", xlim=(floor, 1), ylim=(floor, 1),
                  xlabel="False positive rate", ylabel="True positive rate", title=study)
-        axis.legend(fontsize=6.5, loc="lower right")
-    figure.suptitle(textwrap.fill(settings.get("title", name), 40 * len(studies)), fontsize=9)
+        axis.legend(fontsize=6.5, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    figure.suptitle(textwrap.fill(settings.get("title", name), 70 * len(studies)), fontsize=9)
     figure.tight_layout()
     for suffix in (".png", ".pdf"):
         with io.atomic_path(prefix + suffix) as tmp:
