@@ -95,6 +95,7 @@ class StudyFiles:
                  architecture: dict[str, Any], recipe: dict[str, Any]) -> None:
         self.dataset_path, self.model_dir = dataset_path, Path(model_dir)
         self.split = io.read_arrays(split_path)
+        self.card = io.read_json(Path(dataset_path).with_suffix(".json"))
         self.architecture, self._recipe = architecture, recipe
 
     def features(self) -> np.ndarray:
@@ -112,8 +113,8 @@ class StudyFiles:
 
         from miarepro.models import build_model
 
-        card = io.read_json(Path(self.dataset_path).with_suffix(".json"))
-        model = build_model(self.architecture, tuple(card["input_shape"]), card["n_classes"])
+        model = build_model(self.architecture, tuple(self.card["input_shape"]),
+                            self.card["n_classes"])
         state = torch.load(self.model_dir / role / f"{index}.pt", map_location="cpu",
                            weights_only=True)
         model.load_state_dict(state)

@@ -61,7 +61,6 @@ def make_split(n_samples: int, spec: dict[str, Any], repetition: int = 0) -> dic
         scheme=np.array(scheme), seed=np.array(int(spec["seed"])), n_samples=np.array(n_samples),
         fraction_names=np.array(list(fractions), dtype=str),
         fraction_values=np.array(list(fractions.values()), dtype=np.float64),
-        population_fraction=np.array(float(spec.get("population_fraction", 0.0))),
     )
     return parts
 

@@ -45,8 +45,9 @@ def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> li
         for attack in config["studies"][study]["attacks"]:
             files.append(str(res.score_path(results, study, attack)))
             files.append(f"{results}/benchmarks/{study}/score-{attack}.tsv")
-        files += [_card(results, study, role, i) for attack in config["studies"][study]["attacks"]
-                  .values() for role, i in _models_used(attack)]
+        study_config = config["studies"][study]
+        files += [_card(results, study, role, i) for attack in study_config["attacks"]
+                  for role, i in _models_used(study_config, attack)]
     return files
 
 
@@ -94,13 +95,16 @@ def leaderboard(name: str, settings: dict[str, Any], config: dict[str, Any], pre
     io.write_text(prefix + ".md", "\n".join(lines))
 
 
-def _models_used(attack: dict[str, Any]) -> list[tuple[str, int]]:
-    """Attack-side models one target's attack needs: its references and leave-one-out models."""
+def _models_used(study_config: dict[str, Any], attack_name: str) -> list[tuple[str, int]]:
+    """Attack-side models target 0's attack needs: its references and leave-one-out models."""
     from miarepro.pipeline import loo_model_indices
+    from miarepro.splits import reference_indices
 
+    attack = study_config["attacks"][attack_name]
+    references = reference_indices(study_config["split"]["scheme"], 0,
+                                   attack.get("n_reference", 0))
     loo = loo_model_indices(attack.get("loo_records", 0), attack.get("loo_models", 0))
-    return ([("reference", i) for i in range(attack.get("n_reference", 0))]
-            + [("loo", i) for i in loo])
+    return [("reference", i) for i in references] + [("loo", i) for i in loo]
 
 
 def _card(results: str, study: str, role: str, index: int) -> str:
@@ -111,7 +115,7 @@ def _compute_seconds(results: str, study: str, attack: str, study_config: dict) 
     """Scoring seconds plus training seconds of the models the attack needs (per target)."""
     bench = pd.read_csv(f"{results}/benchmarks/{study}/score-{attack}.tsv", sep="\t")
     cards = [io.read_json(_card(results, study, role, i))
-             for role, i in _models_used(study_config["attacks"][attack])]
+             for role, i in _models_used(study_config, attack)]
     return round(float(bench["s"].iloc[0]) + sum(c["train_seconds"] for c in cards), 2)
 
 
