@@ -75,12 +75,16 @@ def loo_plan(study: dict[str, Any]) -> tuple[int, int]:
 def _check_names(config: dict[str, Any]) -> None:
     from miarepro.artifacts.builders import BUILDERS
     from miarepro.attacks import get_attack
-    from miarepro.data import SOURCES
+    from miarepro.data import SOURCES, check_spec
 
     for key, spec in config["datasets"].items():
         if spec["source"] not in SOURCES:
             raise ConfigError(f"config key datasets.{key}.source: unknown source "
                               f"{spec['source']!r}; known: {sorted(SOURCES)}")
+        try:
+            check_spec(spec)
+        except ValueError as error:
+            raise ConfigError(f"config key datasets.{key}: {error}") from None
     for name, study in config["studies"].items():
         where = f"studies.{name}"
         if study["dataset"] not in config["datasets"]:
@@ -105,6 +109,10 @@ def _check_names(config: dict[str, Any]) -> None:
             if spec.needs_loo and not {"loo_records", "loo_models"} <= set(entry):
                 raise ConfigError(f"config key {at}: attack {spec.name!r} needs loo_records "
                                   "and loo_models")
+        baseline = study.get("regime", {}).get("baseline")
+        if baseline is not None and baseline not in study["attacks"]:
+            raise ConfigError(f"config key {where}.regime.baseline: unknown attack "
+                              f"{baseline!r}; known: {sorted(study['attacks'])}")
     from miarepro.artifacts.catalog import ARTIFACT_IDS
 
     for artifact, settings in config["artifacts"].items():
@@ -119,3 +127,18 @@ def _check_names(config: dict[str, Any]) -> None:
             if study not in config["studies"]:
                 raise ConfigError(f"{where}.studies: unknown study {study!r}; "
                                   f"known: {sorted(config['studies'])}")
+        _check_measured(settings, config["metrics"]["fprs"], where)
+
+
+def _check_measured(settings: dict[str, Any], fprs: list[float], where: str) -> None:
+    """An artifact can only show metrics the score jobs measure (``metrics.fprs``)."""
+    from miarepro.uncertainty import metric_names
+
+    measured = metric_names(fprs)
+    for fpr in settings.get("fprs", []):
+        if f"tpr@{fpr * 100:g}%" not in measured:
+            raise ConfigError(f"{where}.fprs: {fpr} is not in metrics.fprs {fprs}")
+    for metric in settings.get("metrics", []):
+        if metric not in measured:
+            raise ConfigError(f"{where}.metrics: {metric!r} is not measured; known: {measured} "
+                              "(add its FPR to metrics.fprs)")

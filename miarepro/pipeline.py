@@ -1,7 +1,8 @@
 """The steps of the workflow as plain functions of paths and config slices.
 
 Each Snakemake rule's script calls exactly one of these, so every step can also be run and
-tested without Snakemake. Outputs are written atomically.
+tested without Snakemake. Outputs are written atomically. Heavy libraries are imported where a
+step needs them, so a training job does not pay for pandas and a scoring job not for torch.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from miarepro import io, splits
 from miarepro.config import attack_params
@@ -130,6 +130,8 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
     any target uses (see :func:`miarepro.splits.reference_indices`). Leave-one-out attacks
     score target 0 only: the leave-one-out models are trained from its training set.
     """
+    import pandas as pd
+
     from miarepro.attacks import AttackContext, get_attack
 
     spec = get_attack(attack["attack"])
@@ -165,6 +167,23 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
         frames.append(pd.DataFrame({"sample": audit, "target": target,
                                     "member": context.target_mask[audit], "score": values}))
     io.write_table(output, pd.concat(frames, ignore_index=True))
+
+
+def measure(scores_path: str, settings: dict[str, Any], split_path: str, output: str) -> None:
+    """Every metric of one attack, with what its interval needs (:mod:`miarepro.uncertainty`).
+
+    Bootstrap replicates are seeded by the study's split seed, so all attacks of a study are
+    resampled alike and can be compared pairwise.
+    """
+    import pandas as pd
+
+    from miarepro import uncertainty
+
+    with np.load(split_path) as split:
+        seed = int(split["seed"])
+    table = uncertainty.metric_table(pd.read_parquet(scores_path), settings["fprs"], seed,
+                                     settings["bootstrap"])
+    io.write_table(output, table)
 
 
 def _stack(paths: list[str], empty_like: np.ndarray) -> np.ndarray:

@@ -2,7 +2,8 @@ rule table:
     input:
         artifact_inputs,
     output:
-        csv="results/artifacts/{name}.csv",
+        csv=report("results/artifacts/{name}.csv", category="Tables",
+                   caption="../report/table.rst"),
         md="results/artifacts/{name}.md",
     wildcard_constraints:
         name=artifacts_of_kind("table"),

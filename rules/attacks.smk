@@ -3,9 +3,11 @@ rule score:
     input:
         unpack(attack_inputs),
     output:
-        "results/studies/{study}/scores/{attack}.parquet",
+        scores="results/studies/{study}/scores/{attack}.parquet",
+        metrics="results/studies/{study}/metrics/{attack}.parquet",
     params:
         attack=lambda wc: study_config(wc)["attacks"][wc.attack],
+        metrics=config["metrics"],
         # white-box attacks rebuild models, so they (only) rerun when the recipe changes
         whitebox=whitebox_params,
     resources:

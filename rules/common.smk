@@ -81,4 +81,4 @@ def artifact_params(wildcards):
     settings = config["artifacts"][wildcards.name]
     studies = artifact_builders.studies_of(settings, config)
     return {"settings": settings, "studies": {s: config["studies"][s] for s in studies},
-            "scale": config["scale"]}
+            "scale": config["scale"], "metrics": config["metrics"]}

@@ -4,5 +4,5 @@ from miarepro.artifacts.builders import build
 sm = snakemake  # noqa: F821 - injected by Snakemake
 logs.setup(sm)
 params = sm.params.artifact
-config = {"scale": params["scale"], "studies": params["studies"]}
+config = {"scale": params["scale"], "studies": params["studies"], "metrics": params["metrics"]}
 build(sm.wildcards.name, params["settings"], config, sm.output[0])

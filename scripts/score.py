@@ -9,5 +9,6 @@ if sm.params.whitebox:
                                 sm.params.whitebox["model"], sm.params.whitebox["training"])
 pipeline.score(
     sm.params.attack, sm.input.dataset, sm.input.split, list(sm.input.targets),
-    list(sm.input.references), list(sm.input.loo), sm.output[0], study=study,
+    list(sm.input.references), list(sm.input.loo), sm.output.scores, study=study,
 )
+pipeline.measure(sm.output.scores, sm.params.metrics, sm.input.split, sm.output.metrics)

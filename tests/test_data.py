@@ -96,7 +96,7 @@ def test_sm_synthetic_balanced_with_parameters_in_meta():
         load_dataset({"source": "sm_synthetic", "n_samples": 405})
 
 
-def test_purchase_like_is_binary_and_learnable():
+def test_purchase_like_is_binary_learnable_and_labelled_by_kmeans():
     from sklearn.naive_bayes import BernoulliNB
 
     dataset = load_dataset({"source": "purchase_like", "n_samples": 2000, "seed": 0})
@@ -104,6 +104,29 @@ def test_purchase_like_is_binary_and_learnable():
     assert 0.02 < dataset.X.mean() < 0.2  # sparse, like purchase histories
     model = BernoulliNB().fit(dataset.X[:1000], dataset.y[:1000])
     assert model.score(dataset.X[1000:], dataset.y[1000:]) > 10 / dataset.n_classes
+    # Labels are a k-means fixed point, as in the real set: every record is closest to the
+    # mean of its own class (a Voronoi cell), so the label is a function of the record.
+    present = np.unique(dataset.y)
+    centres = np.stack([dataset.X[dataset.y == k].mean(axis=0) for k in present])
+    distances = ((dataset.X[:, None, :] - centres[None]) ** 2).sum(axis=-1)
+    assert np.array_equal(present[distances.argmin(axis=1)], dataset.y)
+    assert dataset.meta["kmeans_iterations"] < 100
+    assert sum(dataset.meta["class_sizes"]) == 2000
+
+
+def test_purchase_like_taste_weight_sets_separability():
+    """More weight on the profiles' own taste: clusters that a simple model separates better."""
+    from sklearn.naive_bayes import BernoulliNB
+
+    accuracy = {}
+    for weight in (0.3, 0.9):
+        data = load_dataset({"source": "purchase_like", "n_samples": 3000,
+                             "taste_weight": weight, "seed": 0})
+        model = BernoulliNB().fit(data.X[:2000], data.y[:2000])
+        accuracy[weight] = model.score(data.X[2000:], data.y[2000:])
+    assert accuracy[0.9] > accuracy[0.3] + 0.1
+    with pytest.raises(ValueError, match="taste_weight"):
+        load_dataset({"source": "purchase_like", "taste_weight": 1.5})
 
 
 def test_toy_sin_follows_the_recipe(loaded):

@@ -9,7 +9,7 @@ from scipy.stats import norm
 
 from miarepro import metrics
 from miarepro.attacks import REGISTRY, AttackContext, get_attack
-from miarepro.attacks.reference import percentile_rank
+from miarepro.attacks.reference import percentile_rank, quantile_score
 from miarepro.attacks.shadow import features
 
 # --- a tiny case: 4 reference models, 3 audited samples, 2 population samples, 3 classes ------
@@ -115,9 +115,38 @@ def test_lira_online_without_in_models_uses_shift_and_pooled_variance():
 
 
 def test_attack_r_hand_case():
-    # OUT values: sample 0 {1, 3}, sample 1 {0, 1}, sample 2 {0, 2}; linear interpolation
-    np.testing.assert_allclose(run("attack_r", tiny()), [0.75, 0.75, 0.25])
-    np.testing.assert_allclose(run("attack_r", tiny(), interpolation="midrank"), [0.5, 0.5, 0.5])
+    # OUT hinge values: sample 0 {1, 3}, sample 1 {0, 1}, sample 2 {0, 2}, with the range ends
+    # -1000 and 1000 appended: sorted values sit at quantiles 0, 1/3, 2/3, 1
+    expected = [1 / 3 + (2.5 - 1) / 2 / 3, 1 / 3 + 0.75 / 3, 1 / 3 + 0.5 / 2 / 3]
+    np.testing.assert_allclose(run("attack_r", tiny(), statistic="hinge"), expected)
+
+
+def privacy_meter_threshold(distribution, alpha, signal_min=0.0, signal_max=1000.0):
+    """ML Privacy Meter's ``linear_itp_threshold_func`` (the code of Ye et al.), transcribed."""
+    distribution = np.append(np.append(distribution, signal_min), signal_max)
+    return np.quantile(distribution, q=alpha, method="linear")
+
+
+def test_attack_r_makes_ml_privacy_meter_decisions_at_every_alpha():
+    # Ye et al. flag x at level alpha when its target loss is below the alpha-quantile of its
+    # OUT reference losses; thresholding our score at 1 - alpha must make the same decision.
+    values = np.array([[4.0, 1.0, 2.0, 0.5, 1.0], [6.0, 3.0, 0.0, 1.0, 2.0],
+                       [1.0, 5.0, 4.0, 1.5, 0.0], [3.0, 0.0, 6.0, 2.0, 1.0]])
+    target = np.array([7.0, 0.75, 9.0, 1.0, 3.0])  # samples 0 and 2 beyond every reference
+    ctx = tiny(values=values, target=target)
+    score = run("attack_r", ctx)
+    out = ~ctx.reference_in()
+    for alpha in np.linspace(0.0005, 0.9995, 2000):
+        for i in range(3):
+            threshold = privacy_meter_threshold(_loss(values[out[:, i], i]), alpha)
+            assert (_loss(target[i]) < threshold) == (score[i] > 1 - alpha), (i, alpha)
+    # beyond the references, samples are still ranked by how far beyond (no tie at 1)
+    assert 2 / 3 < score[0] < score[2] < 1
+
+
+def test_quantile_score_rejects_unknown_statistics():
+    with pytest.raises(ValueError, match="unknown statistic"):
+        quantile_score(np.zeros((2, 1)), np.ones((2, 1), bool), np.zeros(1), "confidence")
 
 
 def test_percentile_rank_inverts_numpy_quantile():
@@ -132,12 +161,26 @@ def test_percentile_rank_inverts_numpy_quantile():
     assert percentile_rank(values, valid, np.array([2.0]))[0] == pytest.approx(0.625)
     assert percentile_rank(values, valid, np.array([-1.0]))[0] == 0
     assert percentile_rank(values, valid, np.array([9.0]))[0] == 1
-    midrank = percentile_rank(values, valid, np.array([2.0]), "midrank")[0]
-    assert midrank == pytest.approx(3 / 5)
-    # masked entries are ignored; fewer than two valid values: midrank; none: 1/2
+    # masked entries are ignored; one valid value: 0, 1/2 or 1; none: 1/2
     valid[1:] = False
     assert percentile_rank(values, valid, np.array([0.0]))[0] == 0.5
     assert percentile_rank(values, np.zeros_like(valid), np.array([0.0]))[0] == 0.5
+
+
+def rmia_reference(ratio_x: np.ndarray, ratio_z: np.ndarray, gamma: float) -> np.ndarray:
+    """Zarifzadeh et al.'s score with ties broken by the ratio: (d + f) / (|Z| + 1)."""
+    log_x, log_z = np.log(ratio_x) - np.log(gamma), np.sort(np.log(ratio_z))
+    scores = []
+    for v in log_x:
+        d = int(np.sum(log_z <= v))  # Pr_z[LR(x, z) >= gamma] = d / |Z|
+        if d == 0:
+            f = np.exp(v - log_z[0])
+        elif d == len(log_z):
+            f = 1 - np.exp(log_z[-1] - v)
+        else:
+            f = (v - log_z[d - 1]) / (log_z[d] - log_z[d - 1])
+        scores.append((d + f) / (len(log_z) + 1))
+    return np.array(scores)
 
 
 def test_rmia_hand_case():
@@ -148,21 +191,25 @@ def test_rmia_hand_case():
     online_px = p_ref.mean(0)
     for mode, px in (("offline", offline_px), ("online", online_px)):
         ratio = p_target / px
-        expected = [np.mean([ratio[x] / ratio[z] >= gamma for z in (3, 4)]) for x in range(3)]
-        np.testing.assert_allclose(run("rmia", tiny(), mode=mode), expected)
+        score = run("rmia", tiny(), mode=mode)
+        np.testing.assert_allclose(score, rmia_reference(ratio[:3], ratio[3:], gamma))
+        # the integer part is the paper's count of population samples dominated
+        dominated = [np.sum([ratio[x] / ratio[z] >= gamma for z in (3, 4)]) for x in range(3)]
+        np.testing.assert_array_equal(np.floor(score * 3), dominated)
     # a gamma between the pairwise ratios counts a different set of z
     ratio = p_target / offline_px
-    pairs = ratio[:3, None] / ratio[None, 3:]
-    gamma = float(np.median(pairs))
-    np.testing.assert_allclose(run("rmia", tiny(), gamma=gamma), (pairs >= gamma).mean(1))
+    gamma = float(np.median(ratio[:3, None] / ratio[None, 3:]))
+    np.testing.assert_allclose(run("rmia", tiny(), gamma=gamma),
+                               rmia_reference(ratio[:3], ratio[3:], gamma))
 
 
-def test_rmia_population_is_compared_pairwise():
-    # Population ratios straddle the audited ones: scores 0, 1/2 and 1 are all reached.
-    target = np.array([1.0, 2.0, 0.0, 1.5, 0.5])
-    values = np.zeros_like(V)  # identical reference models: p(x) is the same for every x
+def test_rmia_ranks_by_the_ratio_when_the_fraction_saturates():
+    # identical reference models: p(x) is the same for every x, so the ratio orders as p_y
+    target = np.array([3.0, 2.0, 0.0, 1.5, 0.5])  # samples 0 and 1 dominate all of Z
+    values = np.zeros_like(V)
     score = run("rmia", tiny(values=values, target=target, member=np.zeros_like(IN)))
-    np.testing.assert_allclose(score, [0.5, 1.0, 0.0])
+    assert score[2] < 1 / 3 and 2 / 3 < score[1] < score[0] < 1
+    assert np.array_equal(np.argsort(score), np.argsort(target[:3]))
 
 
 def test_watson_and_sablayrolles_hand_case():
@@ -184,11 +231,12 @@ def test_l_attack_and_lira_l_hand_case():
     loo_values = np.array([[1.0, 2.0, 4.0, 5.0], [0.0, 1.0, 2.0, 3.0], [2.0, 2.5, 3.0, 6.0]])
     target = np.array([3.0, -1.0, 2.75])
     ctx = tiny_loo(target, loo_values)
-    # L-attack on -loss: invert numpy's linear quantile of each record's LOO values
+    # L-attack on -loss: invert numpy's linear quantile of each record's LOO values, with the
+    # loss range ends 0 and 1000 appended as in Attack-R
     expected = []
     for i in range(3):
-        reference = np.sort(-_loss(loo_values[i]))
-        expected.append(np.interp(-_loss(target[i]), reference, np.arange(4) / 3))
+        reference = np.sort(-np.append(_loss(loo_values[i]), [0.0, 1000.0]))
+        expected.append(np.interp(-_loss(target[i]), reference, np.arange(6) / 5))
     np.testing.assert_allclose(run("l_attack", ctx), expected)
     # LiRA-L: one-sided test against the LOO models
     np.testing.assert_allclose(
@@ -332,7 +380,7 @@ def test_offline_attacks_accept_references_that_are_out_everywhere(n_models):
     ("rmia", {"mode": "both"}, "unknown mode"),
     ("lira", {"variance": "pooled"}, "unknown variance"),
     ("lira", {"statistic": "confidence"}, "unknown statistic"),
-    ("attack_r", {"interpolation": "nearest"}, "unknown interpolation"),
+    ("attack_r", {"statistic": "confidence"}, "unknown statistic"),
     ("shadow", {"classifier": "svm"}, "unknown classifier"),
     ("rmia", {"a": 1.5}, "a must lie"),
 ])

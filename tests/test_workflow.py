@@ -16,6 +16,7 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snake
 
 TINY = {
     "scale": "miniature",
+    "metrics": {"fprs": [0.01, 0.1], "bootstrap": 200},
     "datasets": {"tiny": {"source": "purchase_like", "n_samples": 600, "n_features": 60,
                           "n_classes": 10, "seed": 0}},
     "studies": {
@@ -27,6 +28,8 @@ TINY = {
             "model": {"arch": "mlp", "widths": [64]},
             "training": {"epochs": 8, "lr": 0.1, "batch_size": 32},
             "deviations": ["tiny test config"],
+            "regime": {"reference": "a tiny reference", "test_accuracy": 0.8,
+                       "baseline": "attack-p"},
             "attacks": {
                 "attack-p": {"attack": "marginal", "statistic": "hinge",
                              "paper_attack": "attack_p"},
@@ -44,7 +47,8 @@ TINY = {
     "artifacts": {
         "leaderboard": {"builder": "leaderboard"},
         "BMIA-T1": {"builder": "paper_table", "studies": ["part"],
-                    "metrics": ["tpr@0.1%", "tpr@1%"]},
+                    "metrics": ["tpr@1%", "tpr@10%"]},
+        "claims": {"builder": "claims"},
         "ROC-part": {"builder": "roc", "studies": ["part"]},
     },
 }
@@ -83,7 +87,7 @@ def workflow(tmp_path_factory):
 def test_outputs_exist_with_expected_content(workflow):
     results = workflow / "results"
     for name in ("leaderboard.csv", "leaderboard.md", "BMIA-T1.csv", "BMIA-T1.md",
-                 "ROC-part.png", "ROC-part.pdf", "index.md"):
+                 "claims.csv", "claims.md", "ROC-part.png", "ROC-part.pdf", "index.md"):
         assert (results / "artifacts" / name).stat().st_size > 0, name
     scores = pd.read_parquet(results / "studies/bal/scores/loss.parquet")
     assert list(scores.columns) == ["sample", "target", "member", "score"]
@@ -94,6 +98,15 @@ def test_outputs_exist_with_expected_content(workflow):
     table = pd.read_csv(results / "artifacts/BMIA-T1.csv")
     attack_p = table[(table["paper_attack"] == "attack_p") & (table["metric"] == "tpr@1%")]
     assert attack_p["paper"].iloc[0] == pytest.approx(1.10)  # BMIA Table 1, Purchase100
+    # 120 non-members per target cannot resolve TPR@1%; TPR@10% comes with an interval
+    assert not attack_p["resolvable"].iloc[0] and pd.isna(attack_p["ours"].iloc[0])
+    at_ten = table[(table["paper_attack"] == "attack_p") & (table["metric"] == "tpr@10%")]
+    assert at_ten["ours_low"].iloc[0] <= at_ten["ours"].iloc[0] <= at_ten["ours_high"].iloc[0]
+    markdown = (results / "artifacts/BMIA-T1.md").read_text()
+    assert "n/r" in markdown and "## Regime" in markdown and "a tiny reference" in markdown
+    claims = pd.read_csv(results / "artifacts/claims.csv")
+    assert set(claims["verdict"]) == {"not run"}  # the tiny study has no LiRA / RMIA / Attack-R
+    assert "claims.md" in (results / "artifacts/index.md").read_text()
     index = (results / "artifacts/index.md").read_text()
     assert "| BMIA-T1 |" in index
     assert "scaled-down proxy for purchase100 (tiny test config); the rest needs" in index
@@ -111,7 +124,7 @@ def test_editing_one_attack_reruns_only_that_attack_and_its_artifacts(workflow):
     edited = copy.deepcopy(TINY)
     edited["studies"]["part"]["attacks"]["attack-p"]["statistic"] = "loss"
     jobs = planned_jobs(workflow, edited)
-    assert jobs == {"score": 1, "table": 2, "figure": 1, "index": 1, "all": 1}, jobs
+    assert jobs == {"score": 1, "table": 3, "figure": 1, "index": 1, "all": 1}, jobs
     (wildcards,) = planned_wildcards(workflow, edited, "score")
     assert "study=part" in wildcards and "attack=attack-p" in wildcards
 
@@ -131,6 +144,16 @@ def test_adding_reference_models_keeps_existing_ones(workflow):
     jobs = planned_jobs(workflow, edited)
     # the partition study had no reference models yet: two per repetition (target) are trained
     assert jobs.get("train") == 4, jobs
+
+
+def test_one_artifact_runs_only_the_jobs_it_needs(tmp_path):
+    output = run(tmp_path, TINY, "--dry-run", "results/artifacts/BMIA-T1.md")
+    table = output.split("Job stats:")[-1]
+    jobs = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)
+            if m.group(1) != "total"}
+    # one dataset and split, the two targets of study "part", its two attacks, the table
+    assert jobs == {"dataset": 1, "split": 1, "train": 2, "score": 2, "table": 1}, jobs
+    assert "study=bal" not in output
 
 
 def test_white_box_handle_rebuilds_the_saved_models(workflow):

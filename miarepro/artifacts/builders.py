@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from miarepro import io
+from miarepro import io, uncertainty
 from miarepro.artifacts import results as res
 from miarepro.artifacts.results import RESULTS
 
@@ -39,16 +39,19 @@ def studies_of(settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
 
 
 def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
-    """Score files (and score benchmarks, for compute columns) of the artifact's studies."""
+    """What an artifact reads: per attack its scores, metrics and score benchmark, and the
+    cards of the models it used (compute columns) and of the targets (regime)."""
     files = []
     for study in studies_of(settings, config):
-        for attack in config["studies"][study]["attacks"]:
-            files.append(str(res.score_path(results, study, attack)))
-            files.append(f"{results}/benchmarks/{study}/score-{attack}.tsv")
         study_config = config["studies"][study]
-        files += [_card(results, study, role, i) for attack in study_config["attacks"]
-                  for role, i in _models_used(study_config, attack)]
-    return files
+        for attack in study_config["attacks"]:
+            files += [str(res.score_path(results, study, attack)),
+                      str(res.metrics_path(results, study, attack)),
+                      f"{results}/benchmarks/{study}/score-{attack}.tsv"]
+            files += [_card(results, study, role, i) for role, i in _models_used(study_config,
+                                                                                 attack)]
+        files += [str(res.target_card(results, study, t)) for t in range(study_config["targets"])]
+    return sorted(set(files), key=files.index)
 
 
 def scale_note(config: dict[str, Any], study: dict[str, Any]) -> str:
@@ -57,41 +60,140 @@ def scale_note(config: dict[str, Any], study: dict[str, Any]) -> str:
     return "scaled-down proxy: " + ("; ".join(study["deviations"]) or "miniature settings")
 
 
+INTERVAL_NOTE = ("Intervals are 95%: Student-t over target models where a study has at least "
+                 f"{uncertainty.MIN_TARGETS}, else a stratified bootstrap over audited samples "
+                 f"({'{bootstrap}'} replicates). **n/r**: the audit cannot resolve the metric "
+                 f"(fewer than {uncertainty.MIN_EXCEEDANCES}/FPR non-members, or fewer than "
+                 f"{uncertainty.MIN_PER_CLASS} members or non-members per target).")
+
+
+def interval_note(config: dict[str, Any]) -> str:
+    return INTERVAL_NOTE.replace("{bootstrap}", str(config["metrics"]["bootstrap"]))
+
+
+# --- regime ---------------------------------------------------------------------------------
+
+def regime_rows(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
+    """Per study: the target's accuracy and baseline leakage beside the calibration reference.
+
+    The baseline's paper values come from ``paper_values.csv`` (never typed into the config);
+    ``within_2x`` says whether our value lies within a factor of two of the paper's.
+    """
+    rows = []
+    for study in studies:
+        study_config = config["studies"][study]
+        regime = res.regime(RESULTS, study, study_config)
+        row = {"study": study, "paper_dataset": study_config.get("paper_dataset"), **regime}
+        baseline = regime["baseline"]
+        if baseline:
+            estimates = res.attack_estimates(RESULTS, study, baseline)
+            attack = study_config["attacks"][baseline]
+            for metric in ("auc", "tpr@1%"):
+                row.update({f"baseline_{k}": v for k, v in
+                            res.estimate_columns(metric, estimates[metric]).items()})
+                paper = paper_number(study_config["paper"], study_config.get("paper_dataset"),
+                                     attack.get("paper_attack"), attack.get("paper_setting"),
+                                     metric)
+                ours = row[f"baseline_{metric}"] * (100 if "@" in metric else 1)
+                row[f"paper_baseline_{metric}"] = paper
+                row[f"within_2x_{metric}"] = (None if paper is None or pd.isna(ours)
+                                              else bool(paper / 2 <= ours <= 2 * paper))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def regime_markdown(frame: pd.DataFrame) -> list[str]:
+    """The regime table and where each reference comes from."""
+    def percent(value) -> str:
+        return "" if value is None or pd.isna(value) else f"{100 * value:.1f}"
+
+    def paper(value, digits=2) -> str:
+        return "" if value is None or pd.isna(value) else f"{value:.{digits}f}"
+
+    lines = ["| study | train acc % | test acc % (ours / reference) | gap % (ours / reference) "
+             "| baseline | AUC (ours / paper) | TPR@1% (ours / paper) | within 2x |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in frame.to_dict("records"):
+        baseline = row.get("baseline") or ""
+        checks = [row.get(f"within_2x_{m}") for m in ("auc", "tpr@1%")]
+        verdict = ", ".join(f"{m}: {'yes' if c else 'no'}" for m, c in
+                            zip(("AUC", "TPR@1%"), checks, strict=True) if c is not None)
+        lines.append(
+            f"| {row['study']} | {percent(row['train_accuracy'])} | "
+            f"{percent(row['test_accuracy'])} / {percent(row['paper_test_accuracy']) or '?'} | "
+            f"{percent(row['gap'])} / {percent(row['paper_gap']) or '?'} | {baseline} | "
+            + (f"{res.format_estimate(_prefixed(row, 'auc'), 'auc')} / "
+               f"{paper(row.get('paper_baseline_auc'), 3) or '?'} | "
+               f"{res.format_estimate(_prefixed(row, 'tpr@1%'), 'tpr@1%')} / "
+               f"{paper(row.get('paper_baseline_tpr@1%')) or '?'} | {verdict} |"
+               if baseline else " | | |"))
+    lines.append("")
+    lines += [f"- {row['study']}: {row['reference']}" for row in frame.to_dict("records")
+              if row.get("reference")]
+    return lines
+
+
+def _prefixed(row: dict[str, Any], metric: str) -> dict[str, Any]:
+    return {key[len("baseline_"):]: value for key, value in row.items()
+            if key.startswith(f"baseline_{metric}")}
+
+
+def paper_number(paper: str, dataset, attack, setting, metric: str) -> float | None:
+    """The paper's first printed number for one (dataset, attack, setting, metric) cell."""
+    from miarepro.artifacts.catalog import PAPERS, paper_values
+
+    values = paper_values()
+    prefixes = tuple(f"{prefix}-" for prefix, name in PAPERS.items() if name == paper)
+    return _paper_value(values[values["artifact"].str.startswith(prefixes)], dataset, attack,
+                        setting, metric)
+
+
 # --- leaderboard ----------------------------------------------------------------------------
 
 def leaderboard(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
-    """Every attack on every study: AUC, TPR@0.1%/1% and the compute each attack needed."""
-    from miarepro.artifacts.catalog import paper_values
+    """Every attack on every study: AUC, TPR@FPR with intervals, and the compute each needed.
 
-    fprs = tuple(settings.get("fprs", res.DEFAULT_FPRS))
-    papers = paper_values()
+    Within a study, rows whose ranking metric (TPR at the largest FPR) the audit can resolve
+    come first, by that metric; rows scored on too few records follow, never above them.
+    """
+    fprs = tuple(settings.get("fprs", config["metrics"]["fprs"]))
+    ranking = res.metric_name("tpr", max(fprs))
+    shown_metrics = ["auc", *[res.metric_name("tpr", f) for f in fprs]]
     frames = []
     for study in studies_of(settings, config):
         study_config = config["studies"][study]
-        table = res.study_metrics(RESULTS, study, study_config, fprs)
+        table = res.study_metrics(RESULTS, study, study_config, shown_metrics)
         table["compute_seconds"] = [_compute_seconds(RESULTS, study, attack, study_config)
                                     for attack in table["attack"]]
         table["paper_dataset"] = study_config.get("paper_dataset")
+        table[f"paper_{ranking}"] = [
+            paper_number(study_config["paper"], study_config.get("paper_dataset"),
+                         row.paper_attack, row.paper_setting, ranking)
+            for row in table.itertuples()]
         table["scale"] = scale_note(config, study_config)
-        frames.append(table)
+        frames.append(table.sort_values([f"{ranking}_resolvable", ranking],
+                                        ascending=[False, False], na_position="last"))
     board = pd.concat(frames, ignore_index=True)
-    metric = res.metric_name("tpr", max(fprs))
-    board[f"paper_{metric}"] = [
-        _paper_value(papers, row.paper_dataset, row.paper_attack, row.paper_setting, metric)
-        for row in board.itertuples()
-    ]
-    board = board.sort_values(["study", metric], ascending=[True, False])
     io.write_table(prefix + ".csv", board)
-    shown = ["study", "label", "n_reference", "auc", *[res.metric_name("tpr", f) for f in fprs],
-             f"paper_{metric}", "compute_seconds"]
     lines = [f"# {name}: all attacks on the same targets", "",
-             "TPR in %, AUC as a fraction (mean over targets). Compute = training seconds of the "
-             "reference and leave-one-out models an attack uses (for one target) plus its "
-             "scoring seconds. Paper values are those "
-             "of the paper each study reproduces, for the dataset it stands in for.", ""]
+             "TPR in %, AUC as a fraction (mean over targets) with 95% intervals. Rows are "
+             f"ranked by {ranking}; rows the audit cannot resolve come last. Compute = training "
+             "seconds of the reference and leave-one-out models an attack uses (for one target) "
+             "plus its scoring seconds. Paper values are those of the paper each study "
+             "reproduces, for the dataset it stands in for.", "", interval_note(config), "",
+             "## Regime", "",
+             *regime_markdown(regime_rows(config, studies_of(settings, config))), ""]
     for study, group in board.groupby("study", sort=False):
-        lines += [f"## {study}", "", f"_{group['scale'].iloc[0]}_", "",
-                  _markdown(_percent(group[shown], fprs)), ""]
+        shown = pd.DataFrame({
+            "attack": group["label"], "n_reference": group["n_reference"],
+            "members / non-members": [f"{a} / {b}" for a, b in
+                                      zip(group["n_members"], group["n_nonmembers"],
+                                          strict=True)],
+            **{metric: [res.format_estimate(row, metric) for _, row in group.iterrows()]
+               for metric in shown_metrics},
+            f"paper {ranking}": group[f"paper_{ranking}"],
+            "compute s": group["compute_seconds"]})
+        lines += [f"## {study}", "", f"_{group['scale'].iloc[0]}_", "", _markdown(shown), ""]
     io.write_text(prefix + ".md", "\n".join(lines))
 
 
@@ -133,15 +235,6 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and pd.isna(value))
 
 
-def _percent(frame: pd.DataFrame, fprs) -> pd.DataFrame:
-    frame = frame.copy()
-    for fpr in fprs:
-        column = res.metric_name("tpr", fpr)
-        frame[column] = (100 * frame[column]).round(2)
-    frame["auc"] = frame["auc"].round(3)
-    return frame
-
-
 def _markdown(frame: pd.DataFrame) -> str:
     header = "| " + " | ".join(frame.columns) + " |"
     rule = "|" + "---|" * len(frame.columns)
@@ -153,21 +246,22 @@ def _markdown(frame: pd.DataFrame) -> str:
 # --- paper tables ---------------------------------------------------------------------------
 
 def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
-    """A paper's table: our value beside the paper's for each (dataset, attack, metric) cell.
+    """A paper's table: our value and 95% interval beside the paper's for each cell.
 
     Rows come from the attacks of the listed studies that name a ``paper_attack``; the paper's
     value is looked up in ``paper_values.csv`` by artifact, the study's ``paper_dataset``, the
     attack and its ``paper_setting``. Percent metrics are reported in percent, like the papers.
+    A regime section shows where each study's target sits against the paper's setting.
     """
     from miarepro.artifacts.catalog import paper_values
 
     papers = paper_values(name)
     metrics = list(settings["metrics"])
-    fprs = sorted({float(m.split("@")[1].rstrip("%")) / 100 for m in metrics if "@" in m})
+    studies = studies_of(settings, config)
     rows = []
-    for study in studies_of(settings, config):
+    for study in studies:
         study_config = config["studies"][study]
-        table = res.study_metrics(RESULTS, study, study_config, fprs or res.DEFAULT_FPRS)
+        table = res.study_metrics(RESULTS, study, study_config, metrics)
         for row in table[table["paper_attack"].notna()].to_dict("records"):
             for metric in metrics:
                 scale = 100.0 if "@" in metric else 1.0
@@ -175,23 +269,29 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
                     "artifact": name, "paper_dataset": study_config.get("paper_dataset"),
                     "study": study, "attack": row["label"], "paper_attack": row["paper_attack"],
                     "setting": row["paper_setting"], "metric": metric,
-                    "ours": round(scale * row[metric], 4) if metric in row else None,
+                    "ours": scale * row[metric], "ours_low": scale * row[f"{metric}_low"],
+                    "ours_high": scale * row[f"{metric}_high"],
+                    "resolvable": row[f"{metric}_resolvable"], "interval": row["interval"],
+                    "n_members": row["n_members"], "n_nonmembers": row["n_nonmembers"],
                     "paper": _paper_value(papers, study_config.get("paper_dataset"),
                                           row["paper_attack"], row["paper_setting"], metric),
                     "scale": scale_note(config, study_config),
+                    "ours_text": res.format_estimate(row, metric),
                 })
     table = pd.DataFrame(rows)
-    io.write_table(prefix + ".csv", table)
-    wide = table.pivot_table(index=["study", "attack"], columns="metric",
-                             values=["ours", "paper"], aggfunc="first", sort=False)
-    wide.columns = [f"{metric} ({who})" for who, metric in wide.columns]
-    ordered = [f"{m} ({who})" for m in metrics for who in ("ours", "paper")
-               if f"{m} ({who})" in wide.columns]
-    wide = wide[ordered].reset_index()
+    io.write_table(prefix + ".csv", table.drop(columns="ours_text"))
+    wide = pd.DataFrame([
+        {"study": key[0], "attack": key[1], "members / non-members": f"{key[2]} / {key[3]}",
+         **{f"{row['metric']} ({who})": row[column] for row in group.to_dict("records")
+            for who, column in (("ours", "ours_text"), ("paper", "paper"))}}
+        for key, group in table.groupby(["study", "attack", "n_members", "n_nonmembers"],
+                                        sort=False)])
     notes = [f"- **{s}** ({config['studies'][s].get('paper_dataset', '?')}): "
-             f"{scale_note(config, config['studies'][s])}" for s in studies_of(settings, config)]
-    lines = [f"# {name}", "", "Ours beside the paper's value; TPR and precision in %.", "",
-             *notes, "", _markdown(wide.round(2)), ""]
+             f"{scale_note(config, config['studies'][s])}" for s in studies]
+    lines = [f"# {name}", "", "Ours beside the paper's value; TPR and precision in %.",
+             interval_note(config), "", "## Regime", "",
+             *regime_markdown(regime_rows(config, studies)), "", "## Results", "", *notes, "",
+             _markdown(wide), ""]
     io.write_text(prefix + ".md", "\n".join(lines))
 
 
@@ -218,8 +318,9 @@ def roc_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pref
             scores = pd.read_parquet(res.score_path(RESULTS, study, attack))
             fpr, tpr = res.roc_points(scores)
             label = study_config["attacks"][attack].get("label", attack)
-            auc = res.attack_metrics(scores)["auc"]
-            axis.plot(fpr, tpr, color=colour, label=f"{label} (AUC {auc:.3f})", lw=1.4)
+            auc = res.estimate_columns("auc", res.attack_estimates(RESULTS, study, attack)["auc"])
+            axis.plot(fpr, tpr, color=colour, lw=1.4,
+                      label=f"{label} (AUC {res.format_estimate(auc, 'auc')})")
             floor = min(floor, 1.0 / max(int((~scores["member"]).sum()), 1))
         grid = np.logspace(np.log10(floor), 0, 50)
         axis.plot(grid, grid, ls="--", color="grey", lw=0.8, label="chance")
@@ -234,8 +335,16 @@ def roc_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pref
     plt.close(figure)
 
 
+def claims(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
+    """The papers' headline claims checked on this run (:mod:`miarepro.artifacts.claims`)."""
+    from miarepro.artifacts import claims as claims_module
+
+    claims_module.build(name, settings, config, prefix)
+
+
 BUILDERS: dict[str, Builder] = {
     "leaderboard": Builder("table", leaderboard, "cross-paper leaderboard"),
+    "claims": Builder("table", claims, "the papers' claims: holds / fails / inconclusive"),
     "paper_table": Builder("table", paper_table, "a paper's table, ours beside theirs"),
     "roc": Builder("figure", roc_figure, "log-log ROC curves"),
 }

@@ -29,9 +29,13 @@ def write_index(config: dict[str, Any], path: str) -> None:
     from miarepro.artifacts.catalog import load_catalog
 
     catalog = load_catalog()
+    claims = [n for n, s in config["artifacts"].items() if s["builder"] == "claims"]
     lines = ["# Artifacts", "",
              f"Configuration scale: **{config['scale']}**. Every table shows the paper's value "
-             "beside ours and the deviations of the run.", "",
+             "beside ours, with 95% intervals, the regime of each study and the deviations of "
+             "the run.", "",
+             *[f"Claims of the papers checked on this run: [{n}.md]({n}.md)." for n in claims],
+             "",
              "| ID | paper | kind | title | status | files |", "|---|---|---|---|---|---|"]
     for artifact_id, entry in catalog.items():
         files = _links(artifact_id, config)

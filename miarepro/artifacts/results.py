@@ -1,17 +1,18 @@
-"""Read attack scores and turn them into per-attack metrics: the one place metrics are computed
-for every table and figure."""
+"""Read what the score jobs measured and turn it into rows for tables and figures: the one place
+every artifact gets its metrics, intervals and audit sizes from."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from miarepro import metrics
+from miarepro import io, metrics, uncertainty
 
-DEFAULT_FPRS = (0.001, 0.01)
 RESULTS = "results"  # relative to the workflow's working directory
 
 
@@ -19,38 +20,89 @@ def metric_name(kind: str, fpr: float) -> str:
     return f"{kind}@{fpr * 100:g}%"
 
 
-def attack_metrics(scores: pd.DataFrame, fprs: Iterable[float] = DEFAULT_FPRS) -> dict[str, float]:
-    """AUC, TPR@FPR and precision@FPR averaged over target models (``*_std`` across targets)."""
-    per_target = pd.DataFrame([
-        metrics.summary(group["member"].to_numpy(), group["score"].to_numpy(), tuple(fprs))
-        for _, group in scores.groupby("target")
-    ])
-    result = per_target.mean().to_dict()
-    if len(per_target) > 1:
-        result.update({f"{k}_std": v for k, v in per_target.std(ddof=1).items()})
-    result["n_members"] = int(scores["member"].sum())
-    result["n_nonmembers"] = int((~scores["member"]).sum())
-    return result
-
-
 def score_path(results: str, study: str, attack: str) -> Path:
     return Path(results) / "studies" / study / "scores" / f"{attack}.parquet"
 
 
+def metrics_path(results: str, study: str, attack: str) -> Path:
+    return Path(results) / "studies" / study / "metrics" / f"{attack}.parquet"
+
+
+def target_card(results: str, study: str, target: int) -> Path:
+    return Path(results) / "studies" / study / "models" / "target" / f"{target}.json"
+
+
+def attack_estimates(results: str, study: str, attack: str) -> dict[str, uncertainty.Estimate]:
+    return uncertainty.estimates(pd.read_parquet(metrics_path(results, study, attack)))
+
+
+def audit_size(results: str, study: str, attack: str) -> tuple[int, int]:
+    """(members, non-members) of the smallest target audit of an attack."""
+    table = pd.read_parquet(metrics_path(results, study, attack))
+    points = table[table["replicate"] < 0]
+    return int(points["n_members"].min()), int(points["n_nonmembers"].min())
+
+
 def study_metrics(results: str, study: str, study_config: dict,
-                  fprs: Iterable[float] = DEFAULT_FPRS) -> pd.DataFrame:
-    """One row per attack instance of a study, with its metrics and paper keys."""
+                  metric_names: Iterable[str]) -> pd.DataFrame:
+    """One row per attack instance of a study: each metric with its 95% interval.
+
+    Columns per metric ``m``: ``m`` (mean over targets, NaN where the audit cannot resolve it),
+    ``m_low``, ``m_high`` and ``m_resolvable``; plus audit sizes, the interval method and the
+    paper keys of the instance.
+    """
+    metric_names = list(metric_names)
     rows = []
     for name, attack in study_config["attacks"].items():
-        scores = pd.read_parquet(score_path(results, study, name))
-        rows.append({
+        estimates = attack_estimates(results, study, name)
+        members, nonmembers = audit_size(results, study, name)
+        row: dict[str, Any] = {
             "study": study, "attack": name, "label": attack.get("label", name),
             "family": attack["attack"], "n_reference": attack.get("n_reference", 0),
             "paper_attack": attack.get("paper_attack"),
             "paper_setting": attack.get("paper_setting"),
-            **attack_metrics(scores, fprs),
-        })
+            "n_members": members, "n_nonmembers": nonmembers,
+            "interval": next(iter(estimates.values())).method,
+        }
+        for metric in metric_names:
+            row.update(estimate_columns(metric, estimates[metric]))
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+def estimate_columns(metric: str, estimate: uncertainty.Estimate) -> dict[str, Any]:
+    """``{m, m_low, m_high, m_resolvable}``; values are NaN where not resolvable.
+
+    Metrics live in [0, 1], so a Student-t interval over a few targets is clipped to it.
+    """
+    low, high = np.clip(estimate.interval(), 0.0, 1.0)
+    shown = estimate.resolvable
+    return {metric: estimate.value if shown else math.nan,
+            f"{metric}_low": float(low) if shown else math.nan,
+            f"{metric}_high": float(high) if shown else math.nan,
+            f"{metric}_resolvable": shown}
+
+
+def format_estimate(row: dict[str, Any] | pd.Series, metric: str) -> str:
+    """``4.60 [3.12, 6.01]`` in the paper's unit (TPR and precision in %), or ``n/r``."""
+    if not row.get(f"{metric}_resolvable", True) or pd.isna(row.get(metric)):
+        return "n/r"
+    scale, digits = (100.0, 2) if "@" in metric else (1.0, 3)
+    value, low, high = (scale * float(row[key]) for key in
+                        (metric, f"{metric}_low", f"{metric}_high"))
+    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def regime(results: str, study: str, study_config: dict[str, Any]) -> dict[str, Any]:
+    """The target's accuracy (mean over targets) and the study's calibration reference."""
+    cards = [io.read_json(target_card(results, study, t)) for t in range(study_config["targets"])]
+    train = float(np.mean([c["train_accuracy"] for c in cards]))
+    test = float(np.mean([c["test_accuracy"] for c in cards]))
+    settings = study_config.get("regime", {})
+    return {"train_accuracy": train, "test_accuracy": test, "gap": train - test,
+            "reference": settings.get("reference"),
+            "paper_test_accuracy": settings.get("test_accuracy"),
+            "paper_gap": settings.get("gap"), "baseline": settings.get("baseline")}
 
 
 def roc_points(scores: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

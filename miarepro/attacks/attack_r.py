@@ -1,12 +1,16 @@
 """Attack-R of Ye et al. (2022), "Enhanced Membership Inference Attacks against Machine Learning
 Models": a per-sample threshold taken from reference models that did not train on the sample.
 
-For a target FPR ``alpha`` the attack flags ``x`` when the target's statistic exceeds the
-``(1 - alpha)``-quantile of the OUT reference statistics of ``x``. Sweeping ``alpha`` is the
-same as ranking samples by the percentile of the target statistic within those reference
-statistics, which is the score returned here. BMIA runs it with 2, 4 or 8 reference models, so
-how the quantile is interpolated matters; see
-:func:`miarepro.attacks.reference.percentile_rank`.
+For a target FPR ``alpha`` the attack flags ``x`` when the target's loss is below the
+``alpha``-quantile of the OUT reference losses of ``x``, linearly interpolated after appending
+the loss range ``[0, 1000]``, exactly as the authors' ML Privacy Meter code
+(``linear_itp_threshold_func``) does, and sweeps ``alpha`` for the ROC. The score returned here
+is the percentile of the target within those values, so thresholding it at ``1 - alpha`` makes
+the same decision for every ``alpha`` (:func:`miarepro.attacks.reference.quantile_score`).
+
+With ``n`` OUT models the reference values alone resolve FPRs only down to about
+``1 / (n + 1)``; the appended range ends rank the samples beyond every reference value by how
+far beyond they are, which is what the authors' sweep does at its smallest ``alpha``.
 """
 
 from __future__ import annotations
@@ -14,22 +18,18 @@ from __future__ import annotations
 import numpy as np
 
 from miarepro.attacks.base import AttackContext, register
-from miarepro.attacks.reference import check_choice, percentile_rank
+from miarepro.attacks.reference import quantile_score
 
 
 @register("attack_r", needs_references=True)
-def attack_r(ctx: AttackContext, statistic: str = "hinge",
-             interpolation: str = "linear") -> np.ndarray:
-    """Attack-R (Ye et al. 2022): percentile of the target statistic among OUT reference ones.
+def attack_r(ctx: AttackContext, statistic: str = "loss") -> np.ndarray:
+    """Attack-R (Ye et al. 2022): quantile of the target statistic among OUT reference ones.
 
-    Defaults follow REPRODUCTION-MATRIX A7 (an engineering choice, not stated by BMIA): the
-    hinge score, and ``linear`` interpolation of the empirical quantile (numpy's default
-    quantile rule, inverted). ``midrank`` counts OUT values strictly below plus half the ties.
-    Queries (augmentations) are averaged. Samples without any OUT model score 1/2. With ``n``
-    OUT models every target above all of them scores 1, so FPRs below about ``1 / (n + 1)``
-    cannot be resolved: a limit of the empirical quantile itself, not of the rule.
+    ``statistic`` is the loss, as Ye et al. use it (BMIA does not say which score its Attack-R
+    used), or ``hinge`` / ``logit_confidence`` with a symmetric range of +-1000 appended.
+    Queries (augmentations) are averaged. A sample without any OUT model is ranked within the
+    range ends alone.
     """
-    check_choice("interpolation", interpolation, ("linear", "midrank"))
     values = ctx.reference_statistic(statistic).mean(axis=1)
     target = ctx.target_statistic(statistic).mean(axis=0)
-    return percentile_rank(values, ~ctx.reference_in(), target, interpolation)
+    return quantile_score(values, ~ctx.reference_in(), target, statistic)

@@ -14,22 +14,20 @@ import numpy as np
 
 from miarepro.attacks.base import AttackContext, register
 from miarepro.attacks.lira import STATISTICS, offline_score
-from miarepro.attacks.reference import check_choice, loo_statistic, percentile_rank
+from miarepro.attacks.reference import check_choice, loo_statistic, quantile_score
 
 
 @register("l_attack", needs_loo=True)
-def l_attack(ctx: AttackContext, statistic: str = "loss",
-             interpolation: str = "linear") -> np.ndarray:
-    """L-attack (Ye et al. 2022): percentile of the target's loss among leave-one-out losses.
+def l_attack(ctx: AttackContext, statistic: str = "loss") -> np.ndarray:
+    """L-attack (Ye et al. 2022): quantile of the target's loss among leave-one-out losses.
 
-    The threshold at FPR ``alpha`` is the ``(1 - alpha)``-quantile of the LOO models' member-high
-    statistic (``-loss``, as IHA uses it), so the ROC score is the percentile rank, interpolated
-    as in Attack-R (:func:`miarepro.attacks.reference.percentile_rank`). Queries are averaged.
+    The threshold at FPR ``alpha`` is the ``alpha``-quantile of the LOO models' losses, taken
+    as in Attack-R (:func:`miarepro.attacks.reference.quantile_score`), so the ROC score is the
+    target's percentile among them. Queries are averaged.
     """
-    check_choice("interpolation", interpolation, ("linear", "midrank"))
     values = loo_statistic(ctx, statistic).mean(axis=1)
     target = ctx.target_statistic(statistic).mean(axis=0)
-    return percentile_rank(values, np.ones(values.shape, dtype=bool), target, interpolation)
+    return quantile_score(values, np.ones(values.shape, dtype=bool), target, statistic)
 
 
 @register("lira_l", needs_loo=True)

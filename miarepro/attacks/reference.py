@@ -110,27 +110,57 @@ def moments(values: np.ndarray, member: np.ndarray, variance: str = "per_example
                    np.maximum(var_out, VARIANCE_FLOOR), n_in, n_out)
 
 
-def percentile_rank(reference: np.ndarray, valid: np.ndarray, target: np.ndarray,
-                    interpolation: str = "linear") -> np.ndarray:
+# Ends appended to every sample's reference values before its quantiles are taken, in the raw
+# units of each statistic. For the loss they are ML Privacy Meter's (Ye et al.'s code:
+# ``linear_itp_threshold_func`` appends ``signal_min=0`` and ``signal_max=1000``); for the
+# unbounded hinge and logit-scaled confidence no paper gives them: a symmetric, wide range.
+SIGNAL_RANGES = {"loss": (0.0, 1000.0), "hinge": (-1000.0, 1000.0),
+                 "logit_confidence": (-1000.0, 1000.0)}
+
+
+def quantile_score(reference: np.ndarray, valid: np.ndarray, target: np.ndarray,
+                   statistic: str) -> np.ndarray:
+    """Ye et al.'s reference-quantile test as one ROC score per sample, in [0, 1].
+
+    Ye et al. flag ``x`` at FPR ``alpha`` when the target's loss is below the linearly
+    interpolated ``alpha``-quantile of its reference losses with the two ends of
+    :data:`SIGNAL_RANGES` appended. The score is the percentile of the target within those
+    values (:func:`percentile_rank`), so thresholding it at ``1 - alpha`` makes exactly their
+    decision for every ``alpha``. The appended ends keep the score continuous beyond the range
+    of a few reference models: a member whose loss is below every reference loss scores by how
+    far below, instead of tying at 1 with every other such sample. ``reference`` and ``target``
+    are member-high statistics (``-loss`` for the loss), as everywhere in the attacks.
+    """
+    if statistic not in SIGNAL_RANGES:
+        raise ValueError(f"unknown statistic {statistic!r} for a reference-quantile attack; "
+                         f"known: {sorted(SIGNAL_RANGES)}")
+    low, high = SIGNAL_RANGES[statistic]
+    if not signals.MEMBER_HIGH[statistic]:
+        low, high = -high, -low
+    n = reference.shape[1]
+    values = np.concatenate([reference, np.full((1, n), low), np.full((1, n), high)])
+    mask = np.concatenate([np.asarray(valid, dtype=bool), np.ones((2, n), dtype=bool)])
+    return percentile_rank(values, mask, np.clip(target, low, high))
+
+
+def percentile_rank(reference: np.ndarray, valid: np.ndarray, target: np.ndarray) -> np.ndarray:
     """Where ``target`` (N,) falls in the empirical distribution of ``reference`` (J, N), in [0, 1].
 
-    ``linear`` inverts the piecewise-linear quantile function of :func:`numpy.quantile`
-    (default method): with the ``n`` valid reference values sorted, ``v_(j)`` is the
-    ``j / (n - 1)`` quantile and values in between are interpolated linearly, so the score is
-    the smallest ``1 - alpha`` whose ``(1 - alpha)``-quantile threshold the target reaches, the
-    ROC of thresholding at every alpha. A target exactly on a run of tied values gets the middle
-    of their quantile range; below the minimum 0, above the maximum 1. ``midrank`` is the
-    fraction of reference values strictly below the target plus half of the ties. With one
-    valid value both rules give 0, 1/2 or 1; with none the score is 1/2 (no information).
+    Inverts the piecewise-linear quantile function of :func:`numpy.quantile` (default method):
+    with the ``n`` valid reference values sorted, ``v_(j)`` is the ``j / (n - 1)`` quantile and
+    values in between are interpolated linearly, so the score is the smallest ``1 - alpha``
+    whose ``(1 - alpha)``-quantile threshold the target reaches: the ROC of thresholding at
+    every alpha. A target exactly on a run of tied values gets the middle of their quantile
+    range; below the minimum 0, above the maximum 1. With one valid value the score is 0, 1/2
+    or 1; with none it is 1/2 (no information).
     """
-    check_choice("interpolation", interpolation, ("linear", "midrank"))
     valid = np.asarray(valid, dtype=bool)
     n = valid.sum(axis=0)
     below = (valid & (reference < target)).sum(axis=0)
     ties = (valid & (reference == target)).sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         midrank = np.where(n > 0, (below + 0.5 * ties) / n, 0.5)
-    if interpolation == "midrank" or reference.shape[0] < 2:
+    if reference.shape[0] < 2:
         return midrank
     ordered = np.sort(np.where(valid, reference, np.inf), axis=0)
     low, high = ordered[:-1], ordered[1:]

@@ -11,6 +11,12 @@ offline ``p(x) ~ ((1 + a) mean_OUT p(x | theta_ref) + (1 - a)) / 2``, applied to
 ``z`` alike as in the authors' code. Ratios are compared in log space, and the population
 ratios are sorted once so that each ``x`` costs one binary search:
 ``O((N + |Z|) log |Z|)`` instead of ``N x |Z|`` comparisons.
+
+The fraction of ``Z`` dominated is a step function of ``LR(x)``: every ``x`` above the largest
+population ratio scores exactly 1 (with |Z| = 500 most members of an overfit target do), and
+those ties hide the ranking the ratio itself gives. Since that fraction only ever increases
+with the ratio, ranking by the ratio refines it without reordering anything; the score returned
+is therefore the fraction made continuous (:func:`continuous_rank`).
 """
 
 from __future__ import annotations
@@ -67,5 +73,24 @@ def rmia(ctx: AttackContext, mode: str = "offline", gamma: float = 1.0,
     ratio_x = _log_ratio(ctx, ctx.audit, mode, a)
     ratio_z = np.sort(_log_ratio(ctx, ctx.population, mode, a))
     # LR(x, z) >= gamma  <=>  log-ratio(z) <= log-ratio(x) - log(gamma)
-    dominated = np.searchsorted(ratio_z, ratio_x - np.log(gamma), side="right")
-    return dominated / len(ratio_z)
+    return continuous_rank(ratio_z, ratio_x - np.log(gamma))
+
+
+def continuous_rank(population: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``(d + f) / (|Z| + 1)``: ``d`` population values ``<= v``, plus where ``v`` lies after them.
+
+    ``f`` in ``[0, 1)`` is the linear position of ``v`` between its two neighbours in the sorted
+    ``population``, ``exp(v - z_min)`` below the smallest and ``1 - exp(z_max - v)`` above the
+    largest. The result is strictly increasing in ``v``, orders samples exactly as ``d`` does
+    wherever ``d`` differs, and breaks ``d``'s ties by the value itself.
+    """
+    ordered = np.sort(population)
+    dominated = np.searchsorted(ordered, values, side="right")
+    lower = ordered[np.maximum(dominated - 1, 0)]
+    upper = ordered[np.minimum(dominated, len(ordered) - 1)]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        inside = (values - lower) / (upper - lower)
+        position = np.where(dominated == 0, np.exp(values - ordered[0]),
+                            np.where(dominated == len(ordered),
+                                     -np.expm1(ordered[-1] - values), inside))
+    return (dominated + position) / (len(ordered) + 1)

@@ -46,7 +46,8 @@ SOURCES: dict[str, Callable[..., Dataset]] = {
 }
 
 #: Spec keys handled here for every source, with their defaults.
-COMMON_OPTIONS: dict[str, Any] = {"subsample": None, "subsample_seed": 0, "relabel": None}
+COMMON_OPTIONS: dict[str, Any] = {"subsample": None, "subsample_seed": 0, "relabel": None,
+                                   "calibration": None}
 RELABELINGS = ("odd_even",)
 
 
@@ -93,6 +94,9 @@ def load_dataset(spec: Mapping[str, Any], root: str | os.PathLike[str] = "data")
         dataset = relabel(dataset, common["relabel"])
     if common["subsample"] is not None:
         dataset = subsample(dataset, common["subsample"], common["subsample_seed"])
+    if common["calibration"] is not None:  # what a stand-in was calibrated against (card only)
+        dataset = dataclasses.replace(dataset, meta={**dataset.meta,
+                                                     "calibration": common["calibration"]})
     return dataset
 
 

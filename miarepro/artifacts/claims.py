@@ -1,0 +1,213 @@
+"""The papers' headline claims as checkable statements, evaluated on this run's results.
+
+``claims/<paper>.yaml`` lists each claim: an ordering of two attacks at one metric
+(``greater``), a bound on one attack (``at_least`` / ``at_most``) or on the ratio of two
+(``ratio_at_least``), the artifact that shows it and the paper datasets it is made for. Attacks
+are named as in the papers' tables (``paper_attack`` and ``paper_setting`` of a study's attack
+instances), so one claims file serves the miniature and the full-scale configurations alike.
+The paper's own numbers come from ``paper_values.csv``; nothing is typed in twice.
+
+A claim is evaluated on every study of its paper whose ``paper_dataset`` it lists. The compared
+quantity (difference, value or ratio) gets the 95% interval of :mod:`miarepro.uncertainty`,
+paired across the two attacks. The verdict is **holds** when the whole interval lies on the
+claimed side, **fails** when it lies wholly on the other side, and **inconclusive** otherwise,
+or when the audit cannot resolve the metric.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from miarepro import io
+from miarepro.artifacts import builders
+from miarepro.artifacts import results as res
+from miarepro.uncertainty import Estimate
+
+CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
+KINDS = ("greater", "at_least", "at_most", "ratio_at_least")
+KEYS = {"id", "artifact", "statement", "metric", "kind", "a", "b", "value", "datasets"}
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    paper: str
+    artifact: str
+    statement: str
+    metric: str
+    kind: str
+    a: dict[str, str]
+    b: dict[str, str] | None
+    value: float | None
+    datasets: tuple[str, ...]
+
+    def holds_on(self, a: float, b: float | None) -> bool:
+        """The claim evaluated on point values (in the paper's units)."""
+        return _compare(self.kind, a, b, self.value)
+
+
+def parse_claims(paper: str, text: str) -> list[Claim]:
+    """Parse and validate one paper's claims file; errors name the claim and the key."""
+    from miarepro.artifacts.catalog import ARTIFACT_IDS
+
+    claims = []
+    for entry in yaml.safe_load(text) or []:
+        where = f"claims/{paper}.yaml: {entry.get('id', '?')}"
+        unknown = sorted(set(entry) - KEYS)
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(KEYS)}")
+        kind = entry.get("kind")
+        if kind not in KINDS:
+            raise ValueError(f"{where}: kind {kind!r}; known: {list(KINDS)}")
+        needs_b = kind in ("greater", "ratio_at_least")
+        needs_value = kind != "greater"
+        if needs_b != ("b" in entry) or needs_value != ("value" in entry):
+            raise ValueError(f"{where}: kind {kind!r} needs "
+                             + ("a, b" if needs_b else "a") + (" and value" if needs_value else ""))
+        if entry.get("artifact") not in ARTIFACT_IDS:
+            raise ValueError(f"{where}: artifact {entry.get('artifact')!r} is not a checklist ID")
+        claims.append(Claim(
+            id=entry["id"], paper=paper, artifact=entry["artifact"],
+            statement=entry["statement"], metric=entry["metric"], kind=kind, a=entry["a"],
+            b=entry.get("b"), value=entry.get("value"), datasets=tuple(entry["datasets"])))
+    return claims
+
+
+@cache
+def load_claims(paper: str) -> tuple[Claim, ...]:
+    path = CLAIMS_DIR / f"{paper}.yaml"
+    return tuple(parse_claims(paper, path.read_text())) if path.exists() else ()
+
+
+def _compare(kind: str, a: float, b: float | None, value: float | None) -> bool:
+    if kind == "greater":
+        return a > b
+    if kind == "at_least":
+        return a >= value
+    if kind == "at_most":
+        return a <= value
+    return a / b >= value
+
+
+def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimate]:
+    """(holds / fails / inconclusive, the compared quantity) from paired estimates."""
+    scale = 100.0 if "@" in claim.metric else 1.0  # claim values are in the paper's units
+    if claim.kind == "greater":
+        quantity, threshold = a - b, 0.0
+    elif claim.kind == "ratio_at_least":
+        quantity, threshold = a.ratio(b), claim.value
+    else:
+        quantity, threshold = a, claim.value / scale
+    if not quantity.resolvable:
+        return "inconclusive", quantity
+    low, high = quantity.interval()
+    if claim.kind == "greater":
+        holds, fails = low > threshold, high < threshold
+    elif claim.kind == "at_most":
+        holds, fails = high <= threshold, low > threshold
+    else:
+        holds, fails = low >= threshold, high < threshold
+    return ("holds" if holds else "fails" if fails else "inconclusive"), quantity
+
+
+def find_attack(study_config: dict[str, Any], spec: dict[str, str]) -> str | None:
+    """The study's attack instance reproducing ``{attack, setting}`` of the paper, if any."""
+    for name, attack in study_config["attacks"].items():
+        if (attack.get("paper_attack") == spec["attack"]
+                and (attack.get("paper_setting") or "") == spec.get("setting", "")):
+            return name
+    return None
+
+
+def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
+    """One row per (claim, study) the configuration can evaluate."""
+    rows = []
+    for study in studies:
+        study_config = config["studies"][study]
+        dataset = study_config.get("paper_dataset")
+        for claim in load_claims(study_config["paper"]):
+            if dataset not in claim.datasets:
+                continue
+            names = [find_attack(study_config, claim.a)]
+            if claim.b is not None:
+                names.append(find_attack(study_config, claim.b))
+            paper = [builders.paper_number(claim.paper, dataset, spec["attack"],
+                                           spec.get("setting"), claim.metric)
+                     for spec in ([claim.a] + ([claim.b] if claim.b else []))]
+            row = {"claim": claim.id, "paper": claim.paper, "statement": claim.statement,
+                   "artifact": claim.artifact, "study": study, "paper_dataset": dataset,
+                   "metric": claim.metric, "paper_a": paper[0],
+                   "paper_b": paper[1] if len(paper) > 1 else None,
+                   "command": f"snakemake --cores 2 results/artifacts/{claim.artifact}.md"}
+            if None in names:
+                rows.append({**row, "verdict": "not run",
+                             "ours": "attack not in this study"})
+                continue
+            estimates = [res.attack_estimates(res.RESULTS, study, n)[claim.metric]
+                         for n in names]
+            outcome, quantity = verdict(claim, estimates[0],
+                                        estimates[1] if len(estimates) > 1 else None)
+            rows.append({**row, "verdict": outcome,
+                         "ours": _describe(claim, estimates, quantity),
+                         "quantity": quantity.value, "quantity_low": quantity.interval()[0],
+                         "quantity_high": quantity.interval()[1]})
+    return pd.DataFrame(rows)
+
+
+def _describe(claim: Claim, estimates: list[Estimate], quantity: Estimate) -> str:
+    """``7.06 [5.1, 9.0] vs 2.16 [1.4, 3.0]; difference 4.90 [2.9, 6.8]`` in paper units."""
+    shown = [res.format_estimate(res.estimate_columns(claim.metric, e), claim.metric)
+             for e in estimates]
+    text = " vs ".join(shown)
+    if len(estimates) > 1 and quantity.resolvable:
+        if claim.kind == "ratio_at_least":
+            low, high = quantity.interval()
+            text += f"; ratio {quantity.value:.2f} [{low:.2f}, {high:.2f}]"
+        else:
+            text += "; difference " + res.format_estimate(
+                res.estimate_columns(claim.metric, quantity), claim.metric)
+    return text
+
+
+def _paper_text(claim: Claim, a: float | None, b: float | None) -> str:
+    if a is None or (claim.b is not None and b is None):
+        return "not printed"
+    return f"{a:g}" + (f" vs {b:g}" if claim.b is not None else "")
+
+
+def build(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
+    """``claims.csv`` and ``claims.md``: every claim this configuration can check."""
+    studies = [s for s in builders.studies_of(settings, config)
+               if load_claims(config["studies"][s]["paper"])]
+    table = evaluate(config, studies)
+    io.write_table(prefix + ".csv", table)
+    counts = table["verdict"].value_counts() if len(table) else pd.Series(dtype=int)
+    lines = ["# Claims", "",
+             "Each headline claim of the papers as a checkable statement, evaluated on this run. "
+             "**holds**: the 95% interval of the compared quantity (paired across the two "
+             "attacks) lies wholly on the claimed side; **fails**: wholly on the other side; "
+             "**inconclusive**: it straddles, or the audit cannot resolve the metric (n/r). "
+             "TPR in %.", "", builders.interval_note(config), "",
+             "Verdicts: " + (", ".join(f"{k} {v}" for k, v in counts.items()) or "none"), "",
+             "## Regime", "", *builders.regime_markdown(builders.regime_rows(config, studies)),
+             ""]
+    for paper, group in table.groupby("paper", sort=False):
+        lines += [f"## {paper}", "",
+                  "| claim | statement | study (stands in for) | artifact and command | paper | "
+                  "ours | verdict |", "|---|---|---|---|---|---|---|"]
+        claims = {c.id: c for c in load_claims(paper)}
+        for row in group.to_dict("records"):
+            lines.append(
+                f"| {row['claim']} | {row['statement']} | {row['study']} "
+                f"({row['paper_dataset']}) | [{row['artifact']}]({row['artifact']}.md): "
+                f"`{row['command']}` | "
+                f"{_paper_text(claims[row['claim']], row['paper_a'], row['paper_b'])} | "
+                f"{row['ours']} | **{row['verdict']}** |")
+        lines.append("")
+    io.write_text(prefix + ".md", "\n".join(lines))

@@ -1,0 +1,239 @@
+"""95% intervals for membership-inference metrics, and when a metric can be reported at all.
+
+Two sources of uncertainty, as the issue of every paper's ± column:
+
+- **Across targets.** A study with at least :data:`MIN_TARGETS` target models reports the mean
+  over targets with a Student-t interval, ``mean ± t(0.975, T-1) · sd / sqrt(T)``: the spread
+  the papers print (IHA's ± over models, Stolen Memories' 10 repetitions).
+- **Over audited samples.** With fewer targets, a seeded *stratified* bootstrap: members and
+  non-members of each target are resampled with replacement separately, so every replicate keeps
+  the audit's class balance, and the metric of each replicate is averaged over targets. The
+  95% interval is the percentile interval of :data:`N_BOOTSTRAP` replicates.
+
+The bootstrap weights depend only on the study seed, the target and the class sizes, never on
+the attack, so two attacks of one study are resampled identically and their difference is a
+*paired* estimate (:meth:`Estimate.__sub__`), as a claim "A beats B" needs.
+
+A TPR at FPR ``a`` rests on the ``a · n`` non-members above the threshold. With fewer than
+:data:`MIN_EXCEEDANCES` of them (``n < 10 / a``) the number is not reported
+(:func:`resolvable`): at ``n = 2,000`` a TPR@0.1% would be decided by two samples. Any metric
+needs at least :data:`MIN_PER_CLASS` members and non-members per target, below which a
+percentile bootstrap is not trustworthy.
+
+Replicates are computed on sorted scores with cumulative weights, vectorised over replicates,
+with the same conventions as :mod:`miarepro.metrics` (conservative TPR@FPR, ties count half in
+the AUC); the tests check them against it and against scikit-learn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+N_BOOTSTRAP = 1000
+LEVEL = 0.95
+MIN_TARGETS = 3
+MIN_EXCEEDANCES = 10
+MIN_PER_CLASS = 20
+_BLOCK = 100  # replicates per vectorised block: bounds memory at ~100 x audit size
+_FPR_METRIC = re.compile(r"^(tpr|precision)@([0-9.]+)%$")
+
+
+def metric_fpr(metric: str) -> float | None:
+    """The FPR of ``tpr@1%`` / ``precision@0.1%`` style names, None for ``auc``."""
+    match = _FPR_METRIC.match(metric)
+    return float(match.group(2)) / 100 if match else None
+
+
+def resolvable(metric: str, n_members: int, n_nonmembers: int) -> bool:
+    """Whether an audit of this size can report ``metric`` (see module docstring)."""
+    if min(n_members, n_nonmembers) < MIN_PER_CLASS:
+        return False
+    fpr = metric_fpr(metric)
+    return fpr is None or n_nonmembers * fpr >= MIN_EXCEEDANCES - 1e-9
+
+
+def metric_names(fprs: Iterable[float]) -> list[str]:
+    names = ["auc"]
+    for fpr in fprs:
+        names += [f"tpr@{fpr * 100:g}%", f"precision@{fpr * 100:g}%"]
+    return names
+
+
+class _SortedScores:
+    """One target's scores, sorted once, for weighted ROC metrics of many replicates."""
+
+    def __init__(self, member: np.ndarray, score: np.ndarray) -> None:
+        member = np.asarray(member, dtype=bool)
+        score = np.asarray(score, dtype=np.float64)
+        self.order_in, self.order_out = np.argsort(score[member]), np.argsort(score[~member])
+        self.members = score[member][self.order_in]
+        self.nonmembers = score[~member][self.order_out]
+        self.n_in, self.n_out = len(self.members), len(self.nonmembers)
+        # non-members at or below each member's score (strictly below, and including ties)
+        self.below = np.searchsorted(self.nonmembers, self.members, side="left")
+        self.at_or_below = np.searchsorted(self.nonmembers, self.members, side="right")
+
+    def metrics(self, w_in: np.ndarray, w_out: np.ndarray,
+                fprs: Iterable[float]) -> dict[str, np.ndarray]:
+        """Metrics of ``b`` weighted replicates: ``w_in`` ``(b, n_in)``, ``w_out`` ``(b, n_out)``.
+
+        Weights are resampling counts in the original member / non-member order.
+        """
+        w_in = np.asarray(w_in, dtype=np.float64)[:, self.order_in]
+        w_out = np.asarray(w_out, dtype=np.float64)[:, self.order_out]
+        rows = np.arange(len(w_in))[:, None]
+        cum_in = np.concatenate([np.zeros((len(w_in), 1)), w_in.cumsum(axis=1)], axis=1)
+        cum_out = np.concatenate([np.zeros((len(w_out), 1)), w_out.cumsum(axis=1)], axis=1)
+        total_in, total_out = cum_in[:, -1], cum_out[:, -1]
+        # AUC = P(member > non-member) + P(tie) / 2, weighted (Mann-Whitney)
+        beaten = 0.5 * (cum_out[:, self.below] + cum_out[:, self.at_or_below])
+        result = {"auc": (w_in * beaten).sum(axis=1) / (total_in * total_out)}
+        descending_cum = total_out[:, None] - cum_out[:, ::-1][:, 1:]  # weight of >= each value
+        descending = self.nonmembers[::-1]
+        for fpr in fprs:
+            # Flag every member above the first non-member (from the top) whose inclusion would
+            # exceed the allowed false positives; among thresholds with that TPR take the
+            # highest, i.e. the lowest flagged member: the conservative rule of metrics.py.
+            over = descending_cum > (fpr + 1e-12) * total_out[:, None]
+            value = np.where(over.any(axis=1), descending[over.argmax(axis=1)], -np.inf)
+            flagged = (w_in > 0) & (self.members > value[:, None])
+            lowest = self.members[flagged.argmax(axis=1)]
+            any_flagged = flagged.any(axis=1)
+            true_pos = total_in - cum_in[rows[:, 0], np.searchsorted(self.members, value,
+                                                                     side="right")]
+            false_pos = np.where(any_flagged, total_out - cum_out[rows[:, 0], np.searchsorted(
+                self.nonmembers, lowest, side="left")], 0.0)
+            tpr, realised = true_pos / total_in, false_pos / total_out
+            label = f"{fpr * 100:g}%"
+            result[f"tpr@{label}"] = tpr
+            with np.errstate(invalid="ignore"):
+                result[f"precision@{label}"] = np.where(tpr + realised > 0,
+                                                        tpr / (tpr + realised), 0.5)
+        return result
+
+
+def point_metrics(member: np.ndarray, score: np.ndarray,
+                  fprs: Iterable[float]) -> dict[str, float]:
+    """AUC, TPR@FPR and precision@FPR of one target (equal to :func:`metrics.summary`)."""
+    sorted_scores = _SortedScores(member, score)
+    ones_in = np.ones((1, sorted_scores.n_in))
+    ones_out = np.ones((1, sorted_scores.n_out))
+    return {k: float(v[0]) for k, v in sorted_scores.metrics(ones_in, ones_out, fprs).items()}
+
+
+def _resample_counts(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``(size, n)`` counts of ``n`` draws with replacement from ``n`` items, per replicate."""
+    draws = rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]
+    return np.bincount(draws.ravel(), minlength=size * n).reshape(size, n)
+
+
+def bootstrap_metrics(member: np.ndarray, score: np.ndarray, fprs: Iterable[float],
+                      seed: int | list[int], n_boot: int = N_BOOTSTRAP) -> dict[str, np.ndarray]:
+    """``n_boot`` stratified bootstrap replicates of every metric of one target.
+
+    The generator is seeded by ``seed`` alone, so the same seed and class sizes give the same
+    resampled records for every attack (paired replicates).
+    """
+    fprs = tuple(fprs)
+    sorted_scores = _SortedScores(member, score)
+    rng = np.random.default_rng(seed)
+    blocks: list[dict[str, np.ndarray]] = []
+    for start in range(0, n_boot, _BLOCK):
+        size = min(_BLOCK, n_boot - start)
+        w_in = _resample_counts(sorted_scores.n_in, size, rng)
+        w_out = _resample_counts(sorted_scores.n_out, size, rng)
+        blocks.append(sorted_scores.metrics(w_in, w_out, fprs))
+    return {key: np.concatenate([b[key] for b in blocks]) for key in blocks[0]}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A metric with what its interval is made of.
+
+    ``draws`` are per-target values (``method="targets"``) or bootstrap replicates of the mean
+    over targets (``method="bootstrap"``); ``value`` is the mean over targets of the metric.
+    """
+
+    value: float
+    draws: np.ndarray
+    method: str
+    resolvable: bool = True
+
+    def interval(self, level: float = LEVEL) -> tuple[float, float]:
+        """Student-t interval over targets, or the bootstrap percentile interval."""
+        if self.method == "targets":
+            from scipy import stats
+
+            spread = stats.t.ppf(0.5 + level / 2, len(self.draws) - 1) * self.draws.std(
+                ddof=1) / np.sqrt(len(self.draws))
+            return float(self.value - spread), float(self.value + spread)
+        low, high = np.quantile(self.draws, [0.5 - level / 2, 0.5 + level / 2])
+        return float(low), float(high)
+
+    def _paired(self, other: Estimate, combine) -> Estimate:
+        if self.method != other.method or self.draws.shape != other.draws.shape:
+            raise ValueError("a paired comparison needs estimates of the same targets and "
+                             f"resampling ({self.method} {self.draws.shape} vs "
+                             f"{other.method} {other.draws.shape})")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return Estimate(float(combine(self.value, other.value)),
+                            combine(self.draws, other.draws), self.method,
+                            self.resolvable and other.resolvable)
+
+    def __sub__(self, other: Estimate) -> Estimate:
+        """Paired difference: both estimates must come from the same targets or replicates."""
+        return self._paired(other, np.subtract)
+
+    def ratio(self, other: Estimate) -> Estimate:
+        """Paired ratio ``self / other`` (inf or NaN where the denominator is 0)."""
+        return self._paired(other, np.divide)
+
+
+def metric_table(scores: pd.DataFrame, fprs: Iterable[float], seed: int,
+                 n_boot: int = N_BOOTSTRAP) -> pd.DataFrame:
+    """Every metric of one attack's scores: a point row per target, plus bootstrap replicates.
+
+    ``scores`` has the columns of a scores file (``sample``, ``target``, ``member``, ``score``).
+    Rows are ``(target, replicate)`` with ``replicate = -1`` for the point estimate; replicates
+    ``0 .. n_boot - 1`` exist only when the study has fewer than :data:`MIN_TARGETS` targets.
+    Samples are taken in index order, so every attack of a study is resampled alike.
+    """
+    fprs = tuple(fprs)
+    targets = sorted(scores["target"].unique())
+    rows = []
+    for target in targets:
+        group = scores[scores["target"] == target].sort_values("sample")
+        member, score = group["member"].to_numpy(bool), group["score"].to_numpy(float)
+        counts = {"n_members": int(member.sum()), "n_nonmembers": int((~member).sum())}
+        rows.append(pd.DataFrame([{"target": target, "replicate": -1, **counts,
+                                   **point_metrics(member, score, fprs)}]))
+        if len(targets) < MIN_TARGETS:
+            draws = pd.DataFrame(bootstrap_metrics(member, score, fprs, [seed, int(target)],
+                                                   n_boot))
+            rows.append(draws.assign(target=target, replicate=np.arange(n_boot), **counts))
+    table = pd.concat(rows, ignore_index=True)
+    return table[["target", "replicate", "n_members", "n_nonmembers", *metric_names(fprs)]]
+
+
+def estimates(table: pd.DataFrame) -> dict[str, Estimate]:
+    """The :class:`Estimate` of every metric in a :func:`metric_table`."""
+    points = table[table["replicate"] < 0].sort_values("target")
+    names = [c for c in table.columns
+             if c not in ("target", "replicate", "n_members", "n_nonmembers")]
+    n_in, n_out = int(points["n_members"].min()), int(points["n_nonmembers"].min())
+    result = {}
+    for name in names:
+        value = float(points[name].mean())
+        if len(points) >= MIN_TARGETS:
+            draws, method = points[name].to_numpy(float), "targets"
+        else:
+            replicates = table[table["replicate"] >= 0].pivot(index="replicate",
+                                                               columns="target", values=name)
+            draws, method = replicates.mean(axis=1).to_numpy(float), "bootstrap"
+        result[name] = Estimate(value, draws, method, resolvable(name, n_in, n_out))
+    return result

@@ -1,0 +1,97 @@
+"""The claims files and the claim evaluator."""
+
+import numpy as np
+import pytest
+
+from miarepro.artifacts import builders
+from miarepro.artifacts import claims as cl
+from miarepro.uncertainty import Estimate
+
+PAPERS = ("bmia", "iha")
+
+
+@pytest.mark.parametrize("paper", PAPERS)
+def test_every_claim_holds_on_the_papers_own_numbers(paper):
+    claims = cl.load_claims(paper)
+    assert claims
+    for claim in claims:
+        for dataset in claim.datasets:
+            values = [builders.paper_number(paper, dataset, spec["attack"], spec.get("setting"),
+                                            claim.metric)
+                      for spec in [claim.a] + ([claim.b] if claim.b else [])]
+            assert None not in values, (claim.id, dataset)
+            assert claim.holds_on(values[0], values[1] if claim.b else None), (claim.id, dataset)
+
+
+def estimate(center: float, spread: float, resolvable: bool = True) -> Estimate:
+    """Bootstrap-style draws uniformly spread over center +- spread."""
+    return Estimate(center, center + np.linspace(-spread, spread, 1001), "bootstrap", resolvable)
+
+
+def claim(kind: str, value=None, metric: str = "tpr@1%") -> cl.Claim:
+    b = {"attack": "attack_p"} if kind in ("greater", "ratio_at_least") else None
+    return cl.Claim("X-C1", "bmia", "BMIA-T1", "a claim", metric, kind,
+                    {"attack": "lira_offline"}, b, value, ("purchase100",))
+
+
+@pytest.mark.parametrize(("a", "b", "expected"), [
+    (estimate(0.05, 0.01), estimate(0.02, 0.01), "holds"),
+    (estimate(0.02, 0.01), estimate(0.05, 0.01), "fails"),
+    (estimate(0.05, 0.04), estimate(0.04, 0.01), "inconclusive"),
+    (estimate(0.05, 0.01, resolvable=False), estimate(0.02, 0.01), "inconclusive"),
+])
+def test_ordering_verdicts(a, b, expected):
+    outcome, difference = cl.verdict(claim("greater"), a, b)
+    assert outcome == expected
+    assert difference.value == pytest.approx(a.value - b.value)
+
+
+def test_paired_draws_decide_even_when_marginal_intervals_overlap():
+    """Two attacks whose replicates move together: their difference is certain."""
+    shared = np.linspace(-0.02, 0.02, 1001)
+    a = Estimate(0.051, 0.051 + shared, "bootstrap")
+    b = Estimate(0.050, 0.050 + shared, "bootstrap")
+    assert cl.verdict(claim("greater"), a, b)[0] == "holds"
+
+
+@pytest.mark.parametrize(("kind", "value", "expected"), [
+    ("at_least", 4.0, "holds"),     # TPR 5% [4.5, 5.5] >= 4%
+    ("at_least", 6.0, "fails"),
+    ("at_least", 5.0, "inconclusive"),
+    ("at_most", 6.0, "holds"),
+    ("at_most", 4.0, "fails"),
+])
+def test_bound_verdicts_use_the_papers_units(kind, value, expected):
+    assert cl.verdict(claim(kind, value), estimate(0.05, 0.005), None)[0] == expected
+
+
+def test_ratio_verdict():
+    a, b = estimate(0.06, 0.001), estimate(0.02, 0.001)
+    assert cl.verdict(claim("ratio_at_least", 2.5), a, b)[0] == "holds"
+    assert cl.verdict(claim("ratio_at_least", 3.5), a, b)[0] == "fails"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: better, a: {attack: x}, "
+     "b: {attack: y}, datasets: [d]}", "kind 'better'"),
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: greater, a: {attack: x}, "
+     "datasets: [d]}", "needs a, b"),
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: at_least, a: {attack: x}, "
+     "datasets: [d]}", "needs a and value"),
+    ("- {id: C, artifact: BMIA-T9, statement: s, metric: auc, kind: greater, a: {attack: x}, "
+     "b: {attack: y}, datasets: [d]}", "not a checklist ID"),
+    ("- {id: C, artifact: BMIA-T1, statment: s, metric: auc, kind: greater, a: {attack: x}, "
+     "b: {attack: y}, datasets: [d]}", "unknown key"),
+])
+def test_bad_claims_are_rejected_by_name(text, message):
+    with pytest.raises(ValueError, match=message):
+        cl.parse_claims("bmia", text)
+
+
+def test_attacks_are_found_by_paper_name_and_setting():
+    study = {"attacks": {"p": {"attack": "marginal", "paper_attack": "attack_p"},
+                         "l2": {"attack": "lira", "paper_attack": "lira_offline",
+                                "paper_setting": "n=2"}}}
+    assert cl.find_attack(study, {"attack": "attack_p"}) == "p"
+    assert cl.find_attack(study, {"attack": "lira_offline", "setting": "n=2"}) == "l2"
+    assert cl.find_attack(study, {"attack": "lira_offline", "setting": "n=8"}) is None

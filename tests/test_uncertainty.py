@@ -1,0 +1,122 @@
+"""Intervals and resolvability: exactness against metrics.py and nominal coverage."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import norm
+
+from miarepro import metrics
+from miarepro import uncertainty as u
+
+
+def scores_with_ties(rng, n):
+    member = rng.random(n) < 0.5
+    member[:2] = [True, False]
+    return member, np.round(rng.normal(0.7 * member, 1.0), int(rng.integers(0, 3)))
+
+
+def test_point_metrics_equal_metrics_summary():
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        member, score = scores_with_ties(rng, int(rng.integers(20, 300)))
+        ours = u.point_metrics(member, score, (0.01, 0.1, 0.3))
+        reference = metrics.summary(member, score, (0.01, 0.1, 0.3))
+        assert ours == pytest.approx(reference, abs=1e-12)
+
+
+def test_weighted_replicate_equals_the_repeated_sample():
+    """A bootstrap replicate is the metric of the sample with each record repeated."""
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        member, score = scores_with_ties(rng, 60)
+        w_in = rng.integers(0, 3, (1, member.sum()))
+        w_out = rng.integers(0, 3, (1, (~member).sum()))
+        w_in[0, 0] = w_out[0, 0] = 1
+        ours = u._SortedScores(member, score).metrics(w_in, w_out, (0.05, 0.2))
+        repeated_member = np.repeat([True, False], [w_in.sum(), w_out.sum()])
+        repeated_score = np.concatenate([np.repeat(score[member], w_in[0]),
+                                         np.repeat(score[~member], w_out[0])])
+        reference = metrics.summary(repeated_member, repeated_score, (0.05, 0.2))
+        assert {k: v[0] for k, v in ours.items()} == pytest.approx(reference, abs=1e-12)
+
+
+def test_bootstrap_interval_covers_the_true_value_at_its_nominal_rate():
+    """Members ~ N(1, 1), non-members ~ N(0, 1): AUC = Phi(1 / sqrt 2), TPR@10% known."""
+    rng = np.random.default_rng(2)
+    truth = {"auc": norm.cdf(1 / np.sqrt(2)), "tpr@10%": norm.sf(norm.isf(0.1) - 1.0)}
+    covered = {name: 0 for name in truth}
+    trials = 200
+    for trial in range(trials):
+        member = np.repeat([True, False], 400)
+        score = rng.normal(member.astype(float), 1.0)
+        replicates = u.bootstrap_metrics(member, score, (0.1,), seed=trial, n_boot=400)
+        for name, value in truth.items():
+            low, high = np.quantile(replicates[name], [0.025, 0.975])
+            covered[name] += low <= value <= high
+    for name in truth:
+        assert 0.90 <= covered[name] / trials <= 0.99, (name, covered[name])
+
+
+def test_bootstrap_is_seeded_and_paired():
+    rng = np.random.default_rng(3)
+    member, score = scores_with_ties(rng, 200)
+    first = u.bootstrap_metrics(member, score, (0.1,), seed=[7, 0], n_boot=200)
+    again = u.bootstrap_metrics(member, score, (0.1,), seed=[7, 0], n_boot=200)
+    for name in first:
+        np.testing.assert_array_equal(first[name], again[name])
+    # a second attack that ranks identically gives identical replicates: difference exactly 0
+    shifted = u.bootstrap_metrics(member, 3 * score + 1, (0.1,), seed=[7, 0], n_boot=200)
+    np.testing.assert_array_equal(first["auc"], shifted["auc"])
+
+
+@pytest.mark.parametrize(("metric", "members", "nonmembers", "expected"), [
+    ("tpr@1%", 5000, 1000, True),
+    ("tpr@1%", 5000, 999, False),
+    ("tpr@0.1%", 5000, 5000, False),
+    ("tpr@0.1%", 10000, 10000, True),
+    ("precision@1%", 2000, 2000, True),
+    ("auc", 20, 20, True),
+    ("auc", 5, 5, False),  # a handful of records resolves nothing
+    ("tpr@50%", 19, 1000, False),
+])
+def test_resolvability_rule(metric, members, nonmembers, expected):
+    assert u.resolvable(metric, members, nonmembers) is expected
+
+
+def scores_frame(n_targets, n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    frames = []
+    for target in range(n_targets):
+        member = np.arange(n) % 2 == 0
+        frames.append(pd.DataFrame({"sample": np.arange(n), "target": target, "member": member,
+                                    "score": rng.normal(member * 0.5, 1.0)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_few_targets_use_the_bootstrap_and_many_the_spread_over_targets():
+    two = u.estimates(u.metric_table(scores_frame(2), (0.1,), seed=0, n_boot=200))
+    assert two["auc"].method == "bootstrap" and two["auc"].draws.shape == (200,)
+    low, high = two["auc"].interval()
+    assert low < two["auc"].value < high
+    table = u.metric_table(scores_frame(4), (0.1,), seed=0)
+    assert (table["replicate"] == -1).all() and len(table) == 4
+    four = u.estimates(table)["auc"]
+    assert four.method == "targets"
+    spread = 3.182446305284263 * four.draws.std(ddof=1) / 2  # t(0.975, 3) * sd / sqrt(4)
+    assert four.interval() == pytest.approx((four.value - spread, four.value + spread))
+
+
+def test_unresolvable_metrics_are_marked():
+    estimates = u.estimates(u.metric_table(scores_frame(1, n=300), (0.01, 0.1), 0, 100))
+    assert estimates["tpr@10%"].resolvable and not estimates["tpr@1%"].resolvable
+
+
+def test_paired_difference_needs_the_same_resampling():
+    a = u.Estimate(0.5, np.array([0.4, 0.5, 0.6]), "targets")
+    b = u.Estimate(0.3, np.array([0.3, 0.3, 0.3]), "targets")
+    difference = a - b
+    assert difference.value == pytest.approx(0.2)
+    np.testing.assert_allclose(difference.draws, [0.1, 0.2, 0.3])
+    assert a.ratio(b).value == pytest.approx(0.5 / 0.3)
+    with pytest.raises(ValueError, match="same targets"):
+        a - u.Estimate(0.3, np.zeros(100), "bootstrap")
