@@ -313,17 +313,27 @@ def roc_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pref
         study_config = config["studies"][study]
         wanted = settings.get("attacks", list(study_config["attacks"]))
         palette = sns.color_palette("colorblind" if len(wanted) <= 10 else "husl", len(wanted))
-        floor = 1.0
+        floor, limit = 1.0, 0.0  # axis floor; smallest FPR every target's audit resolves
         for colour, attack in zip(palette, wanted, strict=True):
-            scores = pd.read_parquet(res.score_path(RESULTS, study, attack))
-            fpr, tpr = res.roc_points(scores)
             label = study_config["attacks"][attack].get("label", attack)
             auc = res.estimate_columns("auc", res.attack_estimates(RESULTS, study, attack)["auc"])
+            if not auc["auc_resolvable"]:  # a curve through a handful of records says nothing
+                members, nonmembers = res.audit_size(RESULTS, study, attack)
+                axis.plot([], [], " ", label=f"{label}: not drawn, {members} / {nonmembers} "
+                                             "records (n/r)")
+                continue
+            scores = pd.read_parquet(res.score_path(RESULTS, study, attack))
+            fpr, tpr = res.roc_points(scores)
             axis.plot(fpr, tpr, color=colour, lw=1.4,
                       label=f"{label} (AUC {res.format_estimate(auc, 'auc')})")
             floor = min(floor, 1.0 / max(int((~scores["member"]).sum()), 1))
+            limit = max(limit, uncertainty.MIN_EXCEEDANCES / res.audit_size(RESULTS, study,
+                                                                            attack)[1])
         grid = np.logspace(np.log10(floor), 0, 50)
         axis.plot(grid, grid, ls="--", color="grey", lw=0.8, label="chance")
+        if limit > floor:
+            axis.axvspan(floor, min(limit, 1.0), lw=0, color="0.92",
+                         label="FPR the audit cannot resolve")
         axis.set(xscale="log", yscale="log", xlim=(floor, 1), ylim=(floor, 1),
                  xlabel="False positive rate", ylabel="True positive rate", title=study)
         axis.legend(fontsize=6.5, loc="center left", bbox_to_anchor=(1.02, 0.5))

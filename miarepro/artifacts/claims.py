@@ -140,11 +140,12 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
             paper = [builders.paper_number(claim.paper, dataset, spec["attack"],
                                            spec.get("setting"), claim.metric)
                      for spec in ([claim.a] + ([claim.b] if claim.b else []))]
+            artifact_path = f"results/artifacts/{claim.artifact}.md"
             row = {"claim": claim.id, "paper": claim.paper, "statement": claim.statement,
                    "artifact": claim.artifact, "study": study, "paper_dataset": dataset,
                    "metric": claim.metric, "paper_a": paper[0],
                    "paper_b": paper[1] if len(paper) > 1 else None,
-                   "command": f"snakemake --cores 2 results/artifacts/{claim.artifact}.md"}
+                   "command": f"snakemake --profile profiles/default {artifact_path}"}
             if None in names:
                 rows.append({**row, "verdict": "not run",
                              "ours": "attack not in this study"})
