@@ -1,12 +1,20 @@
 # miarepro: reproduce five membership-inference-attack papers on one shared pipeline.
-# Default: `snakemake --profile profiles/default` (offline, CPU, miniature). Cluster:
+# Default: `snakemake --profile profiles/local` (offline, CPU, miniature). Cluster:
 # `snakemake --profile slurm --configfile config/papers/<paper>.yaml`.
-from miarepro import config as miarepro_config
+import os
+import sys
+
+# The package is importable without being installed (a cluster's conda environment holds only
+# its dependencies): from this directory here, and through PYTHONPATH in every job's scripts.
+sys.path.insert(0, workflow.basedir)
+os.environ.update(PYTHONPATH=workflow.basedir)
+
+from miarepro import config as miarepro_config  # noqa: E402
 
 
-if not config:  # a --configfile replaces the default instead of being merged into it
+if "studies" not in config:  # a --configfile replaces the default; --config edits it
 
-    configfile: "config/config.yaml"
+    configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 

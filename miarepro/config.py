@@ -13,6 +13,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from miarepro.options import did_you_mean, unknown
+
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "config" / "schema.yaml"
 # Keys of an attack entry that the workflow consumes; the rest are the attack's own parameters.
 WORKFLOW_KEYS = frozenset(
@@ -48,11 +50,22 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
     validator = _with_defaults(jsonschema.Draft202012Validator)(load_schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
-        error = errors[0]
-        where = ".".join(str(part) for part in error.absolute_path) or "<top level>"
-        raise ConfigError(f"config key {where}: {error.message}")
+        raise ConfigError(_describe(errors[0]))
     _check_names(config)
     return config
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    """A schema error as ``config key <path>: <what is wrong>``, with a did-you-mean."""
+    path = [str(part) for part in error.absolute_path]
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = list(error.schema.get("properties", {}))
+        key = sorted(set(error.instance) - set(known))[0]
+        return f"config key {'.'.join([*path, key])}: " + unknown("key", key, known)
+    where = ".".join(path) or "<top level>"
+    if error.validator == "enum":
+        return f"config key {where}: " + unknown("value", error.instance, error.validator_value)
+    return f"config key {where}: {error.message}"
 
 
 def attack_params(entry: dict[str, Any]) -> dict[str, Any]:
@@ -60,73 +73,151 @@ def attack_params(entry: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in entry.items() if key not in WORKFLOW_KEYS}
 
 
-def n_references(study: dict[str, Any]) -> int:
-    """Reference models a study needs: the most any of its attacks asks for."""
-    return max((a.get("n_reference", 0) for a in study["attacks"].values()), default=0)
-
-
-def loo_plan(study: dict[str, Any]) -> tuple[int, int]:
-    """(records, models per record) of the study's leave-one-out models, 0 if none."""
-    entries = [a for a in study["attacks"].values() if "loo_records" in a]
-    return (max((a["loo_records"] for a in entries), default=0),
-            max((a["loo_models"] for a in entries), default=0))
+def _fail(where: str, message: str) -> ConfigError:
+    return ConfigError(f"config key {where}: {message}")
 
 
 def _check_names(config: dict[str, Any]) -> None:
-    from miarepro.artifacts.builders import BUILDERS
-    from miarepro.attacks import get_attack
-    from miarepro.data import SOURCES, check_spec
+    """Everything the schema cannot say: names against the registries, options against the
+    components' signatures, and cross-field constraints (split sizes, model counts)."""
+    from miarepro.data import check_spec
 
     for key, spec in config["datasets"].items():
-        if spec["source"] not in SOURCES:
-            raise ConfigError(f"config key datasets.{key}.source: unknown source "
-                              f"{spec['source']!r}; known: {sorted(SOURCES)}")
         try:
             check_spec(spec)
         except ValueError as error:
-            raise ConfigError(f"config key datasets.{key}: {error}") from None
+            raise _fail(f"datasets.{key}", str(error)) from None
     for name, study in config["studies"].items():
-        where = f"studies.{name}"
-        if study["dataset"] not in config["datasets"]:
-            raise ConfigError(f"config key {where}.dataset: unknown dataset "
-                              f"{study['dataset']!r}; known: {sorted(config['datasets'])}")
-        scheme = study["split"]["scheme"]
-        if scheme == "partition" and "fractions" not in study["split"]:
-            raise ConfigError(f"config key {where}.split.fractions: required by 'partition'")
-        for attack_name, entry in study["attacks"].items():
-            at = f"{where}.attacks.{attack_name}"
-            try:
-                spec = get_attack(entry["attack"])
-            except KeyError as error:
-                raise ConfigError(f"config key {at}.attack: {error.args[0]}") from None
-            try:
-                spec.check_params(attack_params(entry), f"config key {at}")
-            except ValueError as error:
-                raise ConfigError(str(error)) from None
-            if spec.needs_references and entry.get("n_reference", 0) < 1:
-                raise ConfigError(f"config key {at}.n_reference: attack {spec.name!r} needs "
-                                  "at least one reference model")
-            if spec.needs_loo and not {"loo_records", "loo_models"} <= set(entry):
-                raise ConfigError(f"config key {at}: attack {spec.name!r} needs loo_records "
-                                  "and loo_models")
-        baseline = study.get("regime", {}).get("baseline")
-        if baseline is not None and baseline not in study["attacks"]:
-            raise ConfigError(f"config key {where}.regime.baseline: unknown attack "
-                              f"{baseline!r}; known: {sorted(study['attacks'])}")
+        _check_study(f"studies.{name}", study, config)
+    _check_artifacts(config)
+
+
+def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> None:
+    from miarepro.attacks import get_attack
+    from miarepro.models import check_architecture
+    from miarepro.splits import STRIDE
+
+    if study["dataset"] not in config["datasets"]:
+        raise _fail(f"{where}.dataset", unknown("dataset", study["dataset"], config["datasets"]))
+    try:
+        check_architecture(study["model"], f"{where}.model")
+    except ValueError as error:
+        raise ConfigError(f"config key {error}") from None
+    sizes = _split_sizes(where, study, config)
+    for attack_name, entry in study["attacks"].items():
+        at = f"{where}.attacks.{attack_name}"
+        try:
+            spec = get_attack(entry["attack"])
+        except KeyError as error:
+            raise _fail(f"{at}.attack", error.args[0]) from None
+        try:
+            spec.check_params(attack_params(entry), at)
+        except ValueError as error:
+            raise ConfigError(f"config key {error}") from None
+        references = entry.get("n_reference", 0)
+        if spec.needs_references and references < 1:
+            raise _fail(f"{at}.n_reference", f"attack {spec.name!r} needs at least one "
+                                              "reference model")
+        if study["split"]["scheme"] == "partition" and references >= STRIDE:
+            raise _fail(f"{at}.n_reference", f"{references} is too many: a repetition of a "
+                        f"partition study numbers its reference models below {STRIDE}")
+        if spec.needs_loo and not {"loo_records", "loo_models"} <= set(entry):
+            raise _fail(at, f"attack {spec.name!r} needs loo_records and loo_models")
+        if entry.get("loo_models", 0) >= STRIDE:
+            raise _fail(f"{at}.loo_models", f"at most {STRIDE - 1} per record")
+        if sizes:
+            _check_attack_sizes(at, entry, spec, sizes)
+    baseline = study.get("regime", {}).get("baseline")
+    if baseline is not None and baseline not in study["attacks"]:
+        raise _fail(f"{where}.regime.baseline", unknown("attack", baseline, study["attacks"]))
+
+
+def _split_sizes(where: str, study: dict[str, Any], config: dict[str, Any]) -> dict[str, int]:
+    """Sizes of the parts of the study's split (empty if the dataset size is unknown)."""
+    from miarepro.data import expected_size
+    from miarepro.splits import make_split
+
+    split = study["split"]
+    scheme = split["scheme"]
+    if scheme == "partition":
+        if "fractions" not in split:
+            raise _fail(f"{where}.split.fractions", "required by the 'partition' scheme")
+        if "population_fraction" in split:
+            raise _fail(f"{where}.split.population_fraction", "only for the 'balanced' scheme; "
+                        "a partition gives its population a fraction of its own")
+        total = sum(split["fractions"].values())
+        if total > 1 + 1e-9:
+            raise _fail(f"{where}.split.fractions", f"sum to {total:g}; at most 1")
+        for part in ("target_train", "target_test"):
+            if split["fractions"].get(part, 0) <= 0:
+                raise _fail(f"{where}.split.fractions.{part}", "must be positive: the target "
+                            "needs members and non-members")
+    elif "fractions" in split:
+        raise _fail(f"{where}.split.fractions", "only for the 'partition' scheme; 'balanced' "
+                    "takes population_fraction")
+    n_samples = expected_size(config["datasets"][study["dataset"]])
+    if n_samples is None:
+        return {}
+    parts = make_split(n_samples, split)
+    sizes = {name: len(parts[name]) for name in ("target_train", "target_test", "reference_pool",
+                                                 "population")}
+    if scheme == "partition":
+        sizes["members"], sizes["nonmembers"] = sizes["target_train"], sizes["target_test"]
+    else:
+        sizes["members"] = sizes["reference_pool"] // 2
+        sizes["nonmembers"] = sizes["reference_pool"] - sizes["members"]
+    if min(sizes["members"], sizes["nonmembers"]) < 1:
+        raise _fail(f"{where}.split", f"{n_samples} records leave the target "
+                    f"{sizes['members']} members and {sizes['nonmembers']} non-members")
+    return sizes
+
+
+def _check_attack_sizes(at: str, entry: dict[str, Any], spec: Any,
+                        sizes: dict[str, int]) -> None:
+    if spec.needs_references and sizes["reference_pool"] < 2:
+        raise _fail(f"{at}.n_reference", f"the split's reference pool has "
+                    f"{sizes['reference_pool']} records; each reference model trains on half "
+                    "of it, so it needs at least 2")
+    if spec.name == "rmia" and sizes["population"] < 1:
+        raise _fail(at, "RMIA compares with population records, but the split has none "
+                    "(split.fractions.population or split.population_fraction)")
+    records = entry.get("loo_records", 0)
+    most = 2 * min(sizes["members"], sizes["nonmembers"])
+    if records > most:
+        raise _fail(f"{at}.loo_records", f"{records} is more than the {most} the audit can "
+                    f"balance ({sizes['members']} members, {sizes['nonmembers']} non-members)")
+
+
+def _check_artifacts(config: dict[str, Any]) -> None:
+    from miarepro.artifacts.builders import BUILDERS
     from miarepro.artifacts.catalog import ARTIFACT_IDS
 
     for artifact, settings in config["artifacts"].items():
-        where = f"config key artifacts.{artifact}"
+        where = f"artifacts.{artifact}"
         if settings["builder"] not in BUILDERS:
-            raise ConfigError(f"{where}.builder: unknown builder {settings['builder']!r}; "
-                              f"known: {sorted(BUILDERS)}")
-        if settings["builder"] == "paper_table" and artifact not in ARTIFACT_IDS:
-            raise ConfigError(f"{where}: a paper table must be named by its artifact ID; "
-                              f"known IDs: {list(ARTIFACT_IDS)}")
-        for study in settings.get("studies", []):
+            raise _fail(f"{where}.builder", unknown("builder", settings["builder"], BUILDERS))
+        builder = BUILDERS[settings["builder"]]
+        for key in settings:
+            if key != "builder" and key not in builder.keys:
+                raise _fail(f"{where}.{key}", unknown("setting", key, builder.keys,
+                                                      f"builder {settings['builder']!r}"))
+        if settings["builder"] == "paper_table":
+            if artifact not in ARTIFACT_IDS:
+                raise _fail(where, "a paper table must be named by its artifact ID"
+                            + did_you_mean(artifact, ARTIFACT_IDS) + f"; known: "
+                            f"{list(ARTIFACT_IDS)}")
+            if "metrics" not in settings:
+                raise _fail(f"{where}.metrics", "required by a paper table")
+        studies = settings.get("studies", list(config["studies"]))
+        for study in studies:
             if study not in config["studies"]:
-                raise ConfigError(f"{where}.studies: unknown study {study!r}; "
-                                  f"known: {sorted(config['studies'])}")
+                raise _fail(f"{where}.studies", unknown("study", study, config["studies"]))
+        for attack in settings.get("attacks", []):
+            for study in studies:
+                if attack not in config["studies"][study]["attacks"]:
+                    raise _fail(f"{where}.attacks", unknown(
+                        "attack", attack, config["studies"][study]["attacks"],
+                        f"study {study!r}"))
         _check_measured(settings, config["metrics"]["fprs"], where)
 
 
@@ -137,8 +228,8 @@ def _check_measured(settings: dict[str, Any], fprs: list[float], where: str) -> 
     measured = metric_names(fprs)
     for fpr in settings.get("fprs", []):
         if f"tpr@{fpr * 100:g}%" not in measured:
-            raise ConfigError(f"{where}.fprs: {fpr} is not in metrics.fprs {fprs}")
+            raise _fail(f"{where}.fprs", f"{fpr} is not in metrics.fprs {fprs}")
     for metric in settings.get("metrics", []):
         if metric not in measured:
-            raise ConfigError(f"{where}.metrics: {metric!r} is not measured; known: {measured} "
-                              "(add its FPR to metrics.fprs)")
+            raise _fail(f"{where}.metrics", unknown("metric", metric, measured)
+                        + " (add its FPR to metrics.fprs)")

@@ -1,7 +1,13 @@
-"""Atomic file output and small readers/writers shared by every step.
+"""Atomic file output and checked readers shared by every step.
 
 Every writer goes through :func:`atomic_path`, so an interrupted job never leaves a file that
 looks complete: data goes to a temporary name in the same directory and is renamed at the end.
+A temporary file left by a job killed outright (``kill -9``, a node failure) is removed when
+the output is next written. Outputs get the permissions the umask allows, as files created any
+other way would, so colleagues on a shared cluster can read them.
+
+Every reader turns a truncated or corrupt file into a :class:`CorruptFile` error that names the
+file and what to do, instead of a bare exception from deep inside numpy, pandas or torch.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ import contextlib
 import json
 import os
 import tempfile
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,17 +24,37 @@ from typing import Any
 import numpy as np
 
 
+class CorruptFile(OSError):
+    """A file the workflow wrote cannot be read back; the message names it and the fix."""
+
+
+def _corrupt(path: str | os.PathLike[str], error: BaseException) -> CorruptFile:
+    return CorruptFile(f"{path} cannot be read ({type(error).__name__}: {error}): it is "
+                       "truncated or corrupt. Delete it and run the workflow again; Snakemake "
+                       "recreates it and whatever depends on it.")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it over ``path`` only on success."""
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
+    for orphan in final.parent.glob(f".{final.name}.*"):  # left by a job killed mid-write
+        with contextlib.suppress(FileNotFoundError):
+            orphan.unlink()
     handle, temporary = tempfile.mkstemp(
         dir=final.parent, prefix=f".{final.name}.", suffix=final.suffix
     )
     os.close(handle)
     try:
         yield Path(temporary)
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600 files
         os.replace(temporary, final)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -45,7 +72,10 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> None:
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
-    return json.loads(Path(path).read_text())
+    try:
+        return json.loads(Path(path).read_text())
+    except (ValueError, UnicodeDecodeError) as error:
+        raise _corrupt(path, error) from error
 
 
 def write_arrays(path: str | os.PathLike[str], **arrays: np.ndarray) -> None:
@@ -55,8 +85,28 @@ def write_arrays(path: str | os.PathLike[str], **arrays: np.ndarray) -> None:
 
 
 def read_arrays(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    with np.load(path, allow_pickle=False) as data:
-        return {key: data[key] for key in data.files}
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {key: data[key] for key in data.files}
+    except (ValueError, EOFError, OSError, zipfile.BadZipFile) as error:
+        if isinstance(error, FileNotFoundError):
+            raise
+        raise _corrupt(path, error) from error
+
+
+def write_array(path: str | os.PathLike[str], array: np.ndarray) -> None:
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        np.save(handle, array)
+
+
+def read_array(path: str | os.PathLike[str], mmap: bool = False) -> np.ndarray:
+    """One ``.npy`` array (memory-mapped if asked), checked for truncation."""
+    try:
+        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (ValueError, EOFError, OSError) as error:
+        if isinstance(error, FileNotFoundError):
+            raise
+        raise _corrupt(path, error) from error
 
 
 def write_table(path: str | os.PathLike[str], frame: Any) -> None:
@@ -69,6 +119,36 @@ def write_table(path: str | os.PathLike[str], frame: Any) -> None:
             frame.to_csv(tmp, index=False)
         else:
             raise ValueError(f"unsupported table suffix {suffix!r} for {path}")
+
+
+def read_table(path: str | os.PathLike[str]) -> Any:
+    """A parquet or CSV table written by :func:`write_table`."""
+    import pandas as pd
+
+    try:
+        return pd.read_parquet(path) if Path(path).suffix == ".parquet" else pd.read_csv(path)
+    except FileNotFoundError:
+        raise
+    except Exception as error:  # pyarrow and pandas raise many kinds for a damaged file
+        raise _corrupt(path, error) from error
+
+
+def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A model's ``state_dict``, unpickling tensors only (``weights_only=True``)."""
+    import pickle
+
+    import torch
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as error:
+        raise CorruptFile(
+            f"{path} is not a checkpoint of plain tensors ({type(error).__name__}: "
+            f"{str(error).splitlines()[0]}). It is truncated, corrupt or not written by this "
+            "workflow, and is not loaded for safety. Delete it and run the workflow again to "
+            "retrain the model.") from error
 
 
 def _json_default(value: Any) -> Any:

@@ -3,26 +3,42 @@
 ``build_model({"arch": "mlp", "widths": [1024, 512, 256, 128]}, input_shape, n_classes)``.
 CIFAR-style ResNets reuse torchvision's ResNet with a 3×3 stem and no max-pool (the usual
 adaptation to 32×32 inputs); ResNet-20 is He et al.'s 6n+2 CIFAR network, not in torchvision.
+
+torch is imported inside the builders, so that the config check at start-up can read their
+options (:func:`check_architecture`) without paying for it.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import torch
-from torch import nn
+from miarepro.options import Range, check_options, unknown
 
-ACTIVATIONS = {"relu": nn.ReLU, "leaky_relu": nn.LeakyReLU, "tanh": nn.Tanh}
+if TYPE_CHECKING:
+    from torch import nn
+
+Activation = Literal["relu", "leaky_relu", "tanh"]
+_ACTIVATIONS = {"relu": "ReLU", "leaky_relu": "LeakyReLU", "tanh": "Tanh"}
+Width = Annotated[int, Range(1)]
 
 
-def mlp(input_shape: tuple[int, ...], n_classes: int, widths: list[int] = (), activation: str =
-        "relu", dropout: float = 0.0) -> nn.Module:
+def _activation(name: str) -> nn.Module:
+    from torch import nn
+
+    return getattr(nn, _ACTIVATIONS[name])()
+
+
+def mlp(input_shape: tuple[int, ...], n_classes: int, widths: list[Width] = (),
+        activation: Activation = "relu",
+        dropout: Annotated[float, Range(0, 1, high_open=True)] = 0.0) -> nn.Module:
     """Fully connected network; ``widths=[]`` gives logistic/softmax regression."""
+    from torch import nn
+
     layers: list[nn.Module] = [nn.Flatten()]
     previous = math.prod(input_shape)
     for width in widths:
-        layers += [nn.Linear(previous, width), ACTIVATIONS[activation]()]
+        layers += [nn.Linear(previous, width), _activation(activation)]
         if dropout:
             layers.append(nn.Dropout(dropout))
         previous = width
@@ -30,10 +46,13 @@ def mlp(input_shape: tuple[int, ...], n_classes: int, widths: list[int] = (), ac
     return nn.Sequential(*layers)
 
 
-def lenet(input_shape: tuple[int, ...], n_classes: int, variant: str = "classic") -> nn.Module:
+def lenet(input_shape: tuple[int, ...], n_classes: int,
+          variant: Literal["classic", "stolen_memories"] = "classic") -> nn.Module:
     """LeNet. ``classic``: conv6-pool-conv16-pool-FC120-FC84 (Subpop's 84-d latent).
     ``stolen_memories``: conv20-pool-conv50-pool-FC500 with 25%/25%/50% dropout (SM §2.4).
     """
+    from torch import nn
+
     channels, height, width = input_shape
     if variant == "classic":
         conv, hidden, drops = (6, 16), (120, 84), (0.0, 0.0, 0.0)
@@ -58,13 +77,15 @@ def lenet(input_shape: tuple[int, ...], n_classes: int, variant: str = "classic"
     return nn.Sequential(*layers)
 
 
-def cnn(input_shape: tuple[int, ...], n_classes: int, filters: list[int] = (32, 64, 128),
-        activation: str = "relu") -> nn.Module:
+def cnn(input_shape: tuple[int, ...], n_classes: int, filters: list[Width] = (32, 64, 128),
+        activation: Activation = "relu") -> nn.Module:
     """Small CNN: a 3×3 conv and 2×2 max-pool per entry of ``filters``, then a linear head."""
+    from torch import nn
+
     layers: list[nn.Module] = []
     previous = input_shape[0]
     for width in filters:
-        layers += [nn.Conv2d(previous, width, 3, padding=1), ACTIVATIONS[activation](),
+        layers += [nn.Conv2d(previous, width, 3, padding=1), _activation(activation),
                    nn.MaxPool2d(2)]
         previous = width
     layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(previous, n_classes)]
@@ -75,12 +96,15 @@ _TORCHVISION_RESNETS = {10: ("BasicBlock", [1, 1, 1, 1]), 18: ("BasicBlock", [2,
                         34: ("BasicBlock", [3, 4, 6, 3]), 50: ("Bottleneck", [3, 4, 6, 3])}
 
 
-def resnet(input_shape: tuple[int, ...], n_classes: int, depth: int = 18) -> nn.Module:
+def resnet(input_shape: tuple[int, ...], n_classes: int,
+           depth: Literal[10, 18, 20, 34, 50] = 18) -> nn.Module:
     """CIFAR-style ResNet-10/18/34/50 (torchvision blocks, 3×3 stem) or He et al.'s ResNet-20."""
     if depth == 20:
-        return _ResNet20(input_shape[0], n_classes)
-    if depth not in _TORCHVISION_RESNETS:
-        raise ValueError(f"unsupported resnet depth {depth}; known: [10, 18, 20, 34, 50]")
+        from miarepro.resnet20 import ResNet20
+
+        return ResNet20(input_shape[0], n_classes)
+    from torch import nn
+
     from miarepro.compat import ensure_torchvision
 
     ensure_torchvision()
@@ -93,63 +117,36 @@ def resnet(input_shape: tuple[int, ...], n_classes: int, depth: int = 18) -> nn.
     return model
 
 
-def densenet(input_shape: tuple[int, ...], n_classes: int, depth: int = 121) -> nn.Module:
+def densenet(input_shape: tuple[int, ...], n_classes: int,
+             depth: Literal[121, 169] = 121) -> nn.Module:
     """torchvision DenseNet-121/169 with a 3×3 stem and no initial pooling (BMIA's CIFAR-100)."""
+    from torch import nn
+
     from miarepro.compat import ensure_torchvision
 
     ensure_torchvision()
     from torchvision.models import densenet as tv
 
-    if depth not in (121, 169):
-        raise ValueError(f"unsupported densenet depth {depth}; known: [121, 169]")
     model = getattr(tv, f"densenet{depth}")(num_classes=n_classes)
     model.features.conv0 = nn.Conv2d(input_shape[0], 64, 3, 1, 1, bias=False)
     model.features.pool0 = nn.Identity()
     return model
 
 
-class _BasicBlock(nn.Module):
-    def __init__(self, in_planes: int, planes: int, stride: int) -> None:
-        super().__init__()
-        self.body = nn.Sequential(
-            nn.Conv2d(in_planes, planes, 3, stride, 1, bias=False), nn.BatchNorm2d(planes),
-            nn.ReLU(), nn.Conv2d(planes, planes, 3, 1, 1, bias=False), nn.BatchNorm2d(planes))
-        self.shortcut = nn.Identity()
-        if stride != 1 or in_planes != planes:
-            self.shortcut = nn.Sequential(nn.Conv2d(in_planes, planes, 1, stride, bias=False),
-                                          nn.BatchNorm2d(planes))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(self.body(x) + self.shortcut(x))
-
-
-class _ResNet20(nn.Module):
-    """He et al. (2016) CIFAR ResNet with 3 stages of 3 blocks (16/32/64 channels)."""
-
-    def __init__(self, channels: int, n_classes: int) -> None:
-        super().__init__()
-        layers: list[nn.Module] = [nn.Conv2d(channels, 16, 3, 1, 1, bias=False),
-                                   nn.BatchNorm2d(16), nn.ReLU()]
-        in_planes = 16
-        for planes, stride in ((16, 1), (32, 2), (64, 2)):
-            for block in range(3):
-                layers.append(_BasicBlock(in_planes, planes, stride if block == 0 else 1))
-                in_planes = planes
-        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
-        self.features = nn.Sequential(*layers)
-        self.fc = nn.Linear(64, n_classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc(self.features(x))
-
-
 ARCHITECTURES = {"mlp": mlp, "lenet": lenet, "cnn": cnn, "resnet": resnet, "densenet": densenet}
+
+
+def check_architecture(spec: dict[str, Any], where: str = "model") -> None:
+    """Reject an unknown ``arch`` or an option its builder does not take, naming the key."""
+    params = dict(spec)
+    arch = params.pop("arch", None)
+    if arch not in ARCHITECTURES:
+        raise ValueError(f"{where}.arch: " + unknown("architecture", arch, ARCHITECTURES))
+    check_options(ARCHITECTURES[arch], params, where, f"architecture {arch!r}", skip=2)
 
 
 def build_model(spec: dict[str, Any], input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
     """Instantiate ``spec['arch']`` with the remaining keys as its keyword arguments."""
+    check_architecture(spec)
     params = dict(spec)
-    arch = params.pop("arch")
-    if arch not in ARCHITECTURES:
-        raise ValueError(f"unknown architecture {arch!r}; known: {sorted(ARCHITECTURES)}")
-    return ARCHITECTURES[arch](tuple(input_shape), n_classes, **params)
+    return ARCHITECTURES[params.pop("arch")](tuple(input_shape), n_classes, **params)

@@ -34,8 +34,7 @@ def make_dataset(spec: dict[str, Any], data_dir: str, output: str) -> None:
 
 
 def make_split(dataset_path: str, spec: dict[str, Any], output: str) -> None:
-    with np.load(dataset_path) as data:
-        n_samples = len(data["y"])
+    n_samples = len(io.read_arrays(dataset_path)["y"])
     io.write_arrays(output, **splits.make_split(n_samples, spec))
 
 
@@ -72,8 +71,7 @@ def train(dataset_path: str, split_path: str, role: str, index: int, architectur
             "architecture": architecture, "recipe": recipe, "queries": list(queries)}
     log.info("%s/%d: %s", role, index, {k: info[k] for k in
              ("train_accuracy", "test_accuracy", "train_seconds") if k in info})
-    with io.atomic_path(signals_path) as tmp, open(tmp, "wb") as handle:
-        np.save(handle, logits)
+    io.write_array(signals_path, logits)
     with io.atomic_path(model_path) as tmp:
         torch.save(trained.model.state_dict(), tmp)
     io.write_json(Path(model_path).with_suffix(".json"), info)
@@ -99,8 +97,7 @@ class StudyFiles:
         self.architecture, self._recipe = architecture, recipe
 
     def features(self) -> np.ndarray:
-        with np.load(self.dataset_path) as data:
-            return data["X"]
+        return io.read_arrays(self.dataset_path)["X"]
 
     def training_indices(self, role: str, index: int) -> np.ndarray:
         return splits.training_indices(self.split, role, index)
@@ -109,14 +106,11 @@ class StudyFiles:
         return dict(self._recipe)
 
     def load_model(self, role: str, index: int) -> Any:
-        import torch
-
         from miarepro.models import build_model
 
         model = build_model(self.architecture, tuple(self.card["input_shape"]),
                             self.card["n_classes"])
-        state = torch.load(self.model_dir / role / f"{index}.pt", map_location="cpu",
-                           weights_only=True)
+        state = io.load_checkpoint(self.model_dir / role / f"{index}.pt")
         model.load_state_dict(state)
         return model.eval()
 
@@ -136,8 +130,7 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
 
     spec = get_attack(attack["attack"])
     params = attack_params(attack)
-    with np.load(dataset_path) as data:
-        labels = data["y"]
+    labels = io.read_arrays(dataset_path)["y"]
     split = io.read_arrays(split_path)
     by_index = {int(Path(path).stem): path for path in reference_signals}
     loo_logits = None
@@ -146,7 +139,7 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
         loo_records, loo_logits = _loo_inputs(split, attack, loo_signals)
     frames = []
     for target, path in enumerate(target_signals):
-        target_logits = np.load(path)
+        target_logits = io.read_array(path)
         part = splits.repetition(split, target)
         indices = splits.reference_indices(str(split["scheme"]), target,
                                            attack.get("n_reference", 0))
@@ -175,13 +168,11 @@ def measure(scores_path: str, settings: dict[str, Any], split_path: str, output:
     Bootstrap replicates are seeded by the study's split seed, so all attacks of a study are
     resampled alike and can be compared pairwise.
     """
-    import pandas as pd
 
     from miarepro import uncertainty
 
-    with np.load(split_path) as split:
-        seed = int(split["seed"])
-    table = uncertainty.metric_table(pd.read_parquet(scores_path), settings["fprs"], seed,
+    seed = int(io.read_arrays(split_path)["seed"])
+    table = uncertainty.metric_table(io.read_table(scores_path), settings["fprs"], seed,
                                      settings["bootstrap"])
     io.write_table(output, table)
 
@@ -189,7 +180,7 @@ def measure(scores_path: str, settings: dict[str, Any], split_path: str, output:
 def _stack(paths: list[str], empty_like: np.ndarray) -> np.ndarray:
     if not paths:
         return np.zeros((0, *empty_like.shape), dtype=np.float32)
-    return np.stack([np.load(path, mmap_mode="r") for path in paths])
+    return np.stack([io.read_array(path, mmap=True) for path in paths])
 
 
 def _loo_inputs(split: dict, attack: dict, loo_signals: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -199,7 +190,7 @@ def _loo_inputs(split: dict, attack: dict, loo_signals: list[str]) -> tuple[np.n
     by_record = []
     for k, record in enumerate(records):
         paths = loo_signals[k * models : (k + 1) * models]
-        by_record.append(np.stack([np.load(p, mmap_mode="r")[:, record] for p in paths]))
+        by_record.append(np.stack([io.read_array(p, mmap=True)[:, record] for p in paths]))
     return records, np.stack(by_record)
 
 

@@ -7,8 +7,15 @@ models or samples.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 from scipy.special import logsumexp
+
+#: Member-high statistics of the true label that attacks threshold or model.
+Statistic = Literal["loss", "confidence", "hinge", "logit_confidence", "correct"]
+#: The continuous ones that parametric (Gaussian) and quantile attacks model.
+ScoreStatistic = Literal["loss", "hinge", "logit_confidence"]
 
 
 def _true_class(values: np.ndarray, labels: np.ndarray) -> np.ndarray:

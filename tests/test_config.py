@@ -1,3 +1,5 @@
+"""Config validation: every bad input is rejected at start-up, naming the key and the fix."""
+
 import copy
 from pathlib import Path
 
@@ -18,6 +20,7 @@ def test_default_config_is_valid_and_gets_defaults(default):
     validated = cfg.validate(copy.deepcopy(default))
     study = next(iter(validated["studies"].values()))
     assert study["targets"] >= 1 and "queries" in study and "deviations" in study
+    assert validated["metrics"]["bootstrap"] == 1000
 
 
 def test_every_paper_config_is_valid():
@@ -25,29 +28,104 @@ def test_every_paper_config_is_valid():
         cfg.validate(yaml.safe_load(path.read_text()))
 
 
-@pytest.mark.parametrize("edit,message", [
-    (lambda c: c.update(typo=1), "Additional properties"),
-    (lambda c: next(iter(c["studies"].values())).update(dataset="nope"), "dataset: unknown"),
-    (lambda c: next(iter(c["studies"].values()))["attacks"].update(x={"attack": "nope"}),
-     "known attacks"),
-    (lambda c: next(iter(c["studies"].values()))["attacks"].update(
-        x={"attack": "marginal", "statistc": "loss"}), "unknown parameter"),
-    (lambda c: next(iter(c["datasets"].values())).update(source="nope"), "unknown source"),
-    (lambda c: c["artifacts"].update(x={"builder": "nope"}), "unknown builder"),
+def bmia(c):
+    return c["studies"]["bmia-purchase"]
+
+
+def iha(c):
+    return c["studies"]["iha-purchase"]
+
+
+def tiny_dataset(c):
+    c["datasets"]["purchase-like-iha"]["n_samples"] = 200
+
+
+# (edit, words every message must contain): each probe is one mistake a user makes.
+PROBES = [
+    (lambda c: c.update(typo=1), ["config key typo", "unknown key"]),
+    (lambda c: c["metrics"].update(fprs=[0.01, 2]), ["metrics.fprs.1"]),
+    (lambda c: c["datasets"]["mnist-subset"].update(source="mnist_subst"),
+     ["datasets.mnist-subset", "did you mean 'mnist_subset'"]),
+    (lambda c: c["datasets"]["purchase-like-iha"].update(n_sample=10),
+     ["datasets.purchase-like-iha", "'n_sample'", "did you mean 'n_samples'"]),
+    (lambda c: c["datasets"]["purchase-like-iha"].update(taste_weight=2),
+     ["taste_weight", "outside [0, 1]"]),
+    (lambda c: bmia(c).update(dataset="purchase-lik"), ["studies.bmia-purchase.dataset",
+                                                        "did you mean"]),
+    (lambda c: bmia(c).update(paper="bmai"), ["studies.bmia-purchase.paper",
+                                              "did you mean 'bmia'"]),
+    (lambda c: bmia(c)["attacks"].update(x={"attack": "lria"}),
+     ["attacks.x.attack", "unknown attack 'lria'"]),
+    (lambda c: bmia(c)["attacks"]["loss"].update(statistc="loss"),
+     ["attacks.loss.statistc", "did you mean 'statistic'"]),
+    (lambda c: bmia(c)["attacks"]["lira-n2"].update(statistic="hinj"),
+     ["attacks.lira-n2.statistic", "'hinj'", "did you mean 'hinge'"]),
+    (lambda c: iha(c)["attacks"]["lira-online"].update(mode="onlin"),
+     ["attacks.lira-online.mode", "did you mean 'online'"]),
+    (lambda c: iha(c)["attacks"]["rmia-online"].update(a=1.5), ["rmia-online.a", "[0, 1]"]),
+    (lambda c: bmia(c)["split"].update(fractions={"target_train": 0.4, "target_test": 0.4,
+                                                  "reference_pool": 0.8}),
+     ["split.fractions", "sum to 1.6"]),
+    (lambda c: bmia(c)["split"]["fractions"].update(target_test=0),
+     ["split.fractions.target_test", "must be positive"]),
+    (lambda c: bmia(c)["split"].pop("fractions"), ["split.fractions", "required"]),
+    (lambda c: iha(c)["split"].update(fractions={"target_train": 0.5}),
+     ["studies.iha-purchase.split.fractions", "only for the 'partition' scheme"]),
+    (lambda c: bmia(c)["split"].update(scheme="partion"), ["split.scheme",
+                                                           "did you mean 'partition'"]),
+    (lambda c: bmia(c)["split"]["fractions"].update(reference_pool=0.0),
+     ["n_reference", "reference pool has 0 records"]),
+    (lambda c: bmia(c)["split"]["fractions"].update(population=0.0),
+     ["attacks.rmia-n2", "population"]),
+    (lambda c: bmia(c).update(model={"arch": "transformer"}),
+     ["studies.bmia-purchase.model.arch", "unknown architecture 'transformer'"]),
+    (lambda c: bmia(c).update(model={"arch": "resnet", "depth": 13}),
+     ["model.depth", "unknown value 13", "[10, 18, 20, 34, 50]"]),
+    (lambda c: bmia(c)["model"].update(widht=[3]), ["model.widht", "did you mean 'widths'"]),
+    (lambda c: bmia(c)["model"].update(activation="gelu"), ["model.activation", "'gelu'"]),
+    (lambda c: bmia(c)["training"].update(epochs=0), ["training.epochs"]),
+    (lambda c: bmia(c)["training"].update(optimiser="adam"),
+     ["training.optimiser", "did you mean 'optimizer'"]),
+    (lambda c: bmia(c)["attacks"]["lira-n8"].update(n_reference=1500),
+     ["attacks.lira-n8.n_reference", "below 1000"]),
+    (lambda c: (tiny_dataset(c), iha(c)["attacks"]["l-attack"].update(loo_records=2000)),
+     ["attacks.l-attack.loo_records", "2000 is more than"]),
+    (lambda c: iha(c)["attacks"]["lira-l"].pop("loo_models"), ["lira-l", "loo_models"]),
+    (lambda c: bmia(c)["regime"].update(baseline="attack-q"),
+     ["regime.baseline", "did you mean 'attack-p'"]),
+    (lambda c: c["artifacts"].update(x={"builder": "rco"}), ["artifacts.x.builder",
+                                                           "did you mean 'roc'"]),
     (lambda c: c["artifacts"].update(x={"builder": "paper_table", "metrics": ["auc"]}),
-     "artifact ID"),
-    (lambda c: next(iter(c["studies"].values()))["training"].update(epochs=0), "epochs"),
-])
-def test_bad_configs_fail_naming_the_key(default, edit, message):
+     ["artifacts.x", "artifact ID"]),
+    (lambda c: c["artifacts"]["BMIA-T1"].pop("metrics"), ["artifacts.BMIA-T1.metrics",
+                                                          "required"]),
+    (lambda c: c["artifacts"]["ROC-iha-purchase"].update(studes=["iha-purchase"]),
+     ["artifacts.ROC-iha-purchase.studes", "did you mean 'studies'"]),
+    (lambda c: c["artifacts"]["leaderboard"].update(title="x"),
+     ["artifacts.leaderboard.title", "builder 'leaderboard'"]),
+    (lambda c: c["artifacts"]["ROC-reference-count"]["attacks"].append("lira-n16"),
+     ["artifacts.ROC-reference-count.attacks", "'lira-n16'", "did you mean 'lira-n8'"]),
+    (lambda c: c["artifacts"]["IHA-T2"].update(metrics=["acc"]),
+     ["artifacts.IHA-T2.metrics", "unknown metric 'acc'"]),
+    (lambda c: c["artifacts"]["leaderboard"].update(fprs=[0.02]),
+     ["artifacts.leaderboard.fprs", "not in metrics.fprs"]),
+    (lambda c: c["artifacts"]["IHA-T2"].update(studies=["iha-purchse"]),
+     ["artifacts.IHA-T2.studies", "did you mean 'iha-purchase'"]),
+]
+
+
+@pytest.mark.parametrize(("edit", "words"), PROBES)
+def test_bad_configs_fail_naming_the_key_and_the_fix(default, edit, words):
     broken = copy.deepcopy(default)
     edit(broken)
-    with pytest.raises(cfg.ConfigError, match=message):
+    with pytest.raises(cfg.ConfigError) as error:
         cfg.validate(broken)
+    message = str(error.value)
+    assert message.startswith("config key "), message
+    for word in words:
+        assert word in message, (word, message)
 
 
-def test_reference_counts_come_from_the_attacks():
-    study = {"attacks": {"a": {"attack": "marginal"}, "b": {"attack": "x", "n_reference": 4},
-                         "c": {"attack": "y", "n_reference": 2}}}
-    assert cfg.n_references(study) == 4
+def test_attack_params_are_what_the_workflow_does_not_consume():
     assert cfg.attack_params({"attack": "lira", "n_reference": 2, "mode": "online"}) == \
         {"mode": "online"}

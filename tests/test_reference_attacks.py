@@ -376,13 +376,15 @@ def test_offline_attacks_accept_references_that_are_out_everywhere(n_models):
 
 
 @pytest.mark.parametrize(("name", "params", "match"), [
-    ("lira", {"mode": "both"}, "unknown mode"),
-    ("rmia", {"mode": "both"}, "unknown mode"),
-    ("lira", {"variance": "pooled"}, "unknown variance"),
-    ("lira", {"statistic": "confidence"}, "unknown statistic"),
-    ("attack_r", {"statistic": "confidence"}, "unknown statistic"),
-    ("shadow", {"classifier": "svm"}, "unknown classifier"),
-    ("rmia", {"a": 1.5}, "a must lie"),
+    ("lira", {"mode": "both"}, r"mode: unknown value 'both'"),
+    ("rmia", {"mode": "both"}, r"mode: unknown value 'both'"),
+    ("lira", {"variance": "pooled"}, r"variance: unknown value 'pooled'"),
+    ("lira", {"statistic": "confidence"}, r"statistic: unknown value 'confidence'"),
+    ("attack_r", {"statistic": "confidence"}, r"statistic: unknown value"),
+    ("shadow", {"classifier": "svm"}, r"classifier: unknown value 'svm'"),
+    ("rmia", {"a": 1.5}, r"a: 1.5 is outside \[0, 1\]"),
+    ("rmia", {"gamma": 0}, r"gamma: 0 is outside \(0, inf\]"),
+    ("lira", {"varaince": "global"}, "did you mean 'variance'"),
 ])
 def test_bad_parameters_raise(name, params, match):
     with pytest.raises(ValueError, match=match):

@@ -1,6 +1,7 @@
 """End-to-end: the whole workflow on a tiny config, then dry runs proving rerun scope."""
 
 import copy
+import os
 import re
 import shutil
 import subprocess
@@ -178,3 +179,88 @@ def test_same_config_gives_identical_scores(workflow, tmp_path):
     for first in sorted((tmp_path / "first" / "studies").rglob("*.parquet")):
         second = workflow / "results" / first.relative_to(tmp_path / "first")
         pd.testing.assert_frame_equal(pd.read_parquet(first), pd.read_parquet(second))
+
+
+FAKE_SLURM = {  # just enough SLURM for the executor plugin: record submissions, report failure
+    "sbatch": 'echo "$*" >> "$FAKE_SLURM/sbatch.log"\ncat > /dev/null\n'
+              'id=$(( $(wc -l < "$FAKE_SLURM/sbatch.log") + 1000 ))\n'
+              'echo "$id" >> "$FAKE_SLURM/ids"\necho "$id"\n',
+    "sacct": '[ -f "$FAKE_SLURM/ids" ] && while read id; do echo "$id|FAILED"; done '
+             '< "$FAKE_SLURM/ids"\nexit 0\n',
+    "squeue": "exit 0\n",
+    "sinfo": "exit 0\n",
+    "scontrol": 'echo "MinJobAge = 300 sec"\n',
+}
+
+
+def test_slurm_jobs_get_the_configured_resources(workflow, tmp_path):
+    """The sbatch lines of a training and a scoring job, through `--profile slurm`."""
+    work = tmp_path / "work"
+    shutil.copytree(workflow, work)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in FAKE_SLURM.items():
+        (bin_dir / name).write_text("#!/bin/sh\n" + body)
+        (bin_dir / name).chmod(0o755)
+    config = copy.deepcopy(TINY)
+    config["resources"] = {"train_gpus": 1, "train_threads": 8, "train_mem_mb": 32000,
+                           "train_runtime_min": 720, "gpu_partition": "gpu-a100"}
+    (work / "cluster.yaml").write_text(yaml.safe_dump(config))
+    targets = ["results/studies/bal/models/target/0.pt",
+               "results/studies/part/scores/naive.parquet"]
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+           "FAKE_SLURM": str(tmp_path)}
+    subprocess.run([*SNAKEMAKE, "--directory", str(work), "--configfile",
+                    str(work / "cluster.yaml"), "--profile", str(ROOT / "slurm"),
+                    "--sdm", "env-modules", "--retries", "0", "--latency-wait", "1",
+                    "--slurm-init-seconds-before-status-checks", "1",
+                    "--forcerun", *targets, "--until", *targets],
+                   capture_output=True, text=True, env=env, timeout=300, check=False)
+    lines = (tmp_path / "sbatch.log").read_text().splitlines()
+    train = next(line for line in lines if "--comment rule_train_" in line)
+    score = next(line for line in lines if "--comment rule_score_" in line)
+    for flag in ("-p gpu-a100", "-t 720", "--mem 32000", "--cpus-per-task=8", "--gpus=1"):
+        assert flag in train, (flag, train)
+    for flag in ("-p cpu", "-t 30", "--mem 8000", "--cpus-per-task=1"):
+        assert flag in score, (flag, score)
+    assert "--gpus" not in score and "--gres" not in train + score
+
+
+def test_conda_environment_names_no_local_paths():
+    """Snakemake builds the environment from a copy elsewhere: pins inline, no -r / -e."""
+    environment = yaml.safe_load((ROOT / "envs" / "miarepro.yaml").read_text())
+    pip = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict))
+    assert not [line for line in pip if line.startswith(("-", ".", "/"))]
+    runtime = [line for line in (ROOT / "envs" / "requirements.txt").read_text().splitlines()
+               if line and not line.startswith("#") and line not in ("pytest", "ruff")]
+    assert pip == runtime
+
+
+def test_after_kill_9_a_rerun_recomputes_only_the_interrupted_jobs(tmp_path):
+    import signal
+    import time
+
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(TINY))
+    command = [*SNAKEMAKE, "--directory", str(tmp_path), "--configfile",
+               str(tmp_path / "config.yaml"), "--cores", "1", "--rerun-incomplete"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    cards = tmp_path / "results" / "studies"
+    deadline = time.monotonic() + 240
+    while not list(cards.glob("*/models/*/*.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.0)  # let the next training job start, then kill everything mid-flight
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    done = {str(p.relative_to(tmp_path)).removesuffix(".json")
+            for p in cards.glob("*/models/*/*.json")}
+    assert done, "no model finished before the kill"
+    subprocess.run([*command, "--unlock"], capture_output=True, check=True)
+    planned = subprocess.run([*command, "--dry-run"], capture_output=True, text=True,
+                             check=True).stdout
+    replanned = {f"results/studies/{s}/models/{r}/{i}" for s, r, i in re.findall(
+        r"wildcards: study=(\w+), role=(\w+), index=(\d+)", planned)}
+    assert replanned and not replanned & done, (replanned, done)
+    subprocess.run(command, capture_output=True, check=True)
+    leftovers = [p for p in (tmp_path / "results").rglob(".*") if p.is_file()]
+    assert leftovers == [] and (tmp_path / "results/artifacts/index.md").exists()

@@ -28,6 +28,7 @@ class Builder:
     kind: str
     build: Callable[[str, dict[str, Any], dict[str, Any], str], None]
     description: str
+    keys: tuple[str, ...] = ("studies",)  # the settings it reads besides ``builder``
 
     def outputs(self, results: str, name: str, config: dict[str, Any]) -> list[str]:
         return [f"{results}/artifacts/{name}{suffix}" for suffix in SUFFIXES[self.kind]]
@@ -322,7 +323,7 @@ def roc_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pref
                 axis.plot([], [], " ", label=f"{label}: not drawn, {members} / {nonmembers} "
                                              "records (n/r)")
                 continue
-            scores = pd.read_parquet(res.score_path(RESULTS, study, attack))
+            scores = io.read_table(res.score_path(RESULTS, study, attack))
             fpr, tpr = res.roc_points(scores)
             axis.plot(fpr, tpr, color=colour, lw=1.4,
                       label=f"{label} (AUC {res.format_estimate(auc, 'auc')})")
@@ -353,10 +354,11 @@ def claims(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: 
 
 
 BUILDERS: dict[str, Builder] = {
-    "leaderboard": Builder("table", leaderboard, "cross-paper leaderboard"),
+    "leaderboard": Builder("table", leaderboard, "cross-paper leaderboard", ("studies", "fprs")),
     "claims": Builder("table", claims, "the papers' claims: holds / fails / inconclusive"),
-    "paper_table": Builder("table", paper_table, "a paper's table, ours beside theirs"),
-    "roc": Builder("figure", roc_figure, "log-log ROC curves"),
+    "paper_table": Builder("table", paper_table, "a paper's table, ours beside theirs",
+                           ("studies", "metrics")),
+    "roc": Builder("figure", roc_figure, "log-log ROC curves", ("studies", "attacks", "title")),
 }
 
 

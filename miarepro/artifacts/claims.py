@@ -145,7 +145,7 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                    "artifact": claim.artifact, "study": study, "paper_dataset": dataset,
                    "metric": claim.metric, "paper_a": paper[0],
                    "paper_b": paper[1] if len(paper) > 1 else None,
-                   "command": f"snakemake --profile profiles/default {artifact_path}"}
+                   "command": f"snakemake --profile profiles/local {artifact_path}"}
             if None in names:
                 rows.append({**row, "verdict": "not run",
                              "ours": "attack not in this study"})

@@ -33,12 +33,12 @@ def target_card(results: str, study: str, target: int) -> Path:
 
 
 def attack_estimates(results: str, study: str, attack: str) -> dict[str, uncertainty.Estimate]:
-    return uncertainty.estimates(pd.read_parquet(metrics_path(results, study, attack)))
+    return uncertainty.estimates(io.read_table(metrics_path(results, study, attack)))
 
 
 def audit_size(results: str, study: str, attack: str) -> tuple[int, int]:
     """(members, non-members) of the smallest target audit of an attack."""
-    table = pd.read_parquet(metrics_path(results, study, attack))
+    table = io.read_table(metrics_path(results, study, attack))
     points = table[table["replicate"] < 0]
     return int(points["n_members"].min()), int(points["n_nonmembers"].min())
 

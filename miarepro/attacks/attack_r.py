@@ -19,10 +19,11 @@ import numpy as np
 
 from miarepro.attacks.base import AttackContext, register
 from miarepro.attacks.reference import quantile_score
+from miarepro.signals import ScoreStatistic
 
 
 @register("attack_r", needs_references=True)
-def attack_r(ctx: AttackContext, statistic: str = "loss") -> np.ndarray:
+def attack_r(ctx: AttackContext, statistic: ScoreStatistic = "loss") -> np.ndarray:
     """Attack-R (Ye et al. 2022): quantile of the target statistic among OUT reference ones.
 
     ``statistic`` is the loss, as Ye et al. use it (BMIA does not say which score its Attack-R

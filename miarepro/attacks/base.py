@@ -10,7 +10,7 @@ Stolen Memories) and attacks with their own attack-side models (BMIA, QMIA, Subp
 
 from __future__ import annotations
 
-import inspect
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from miarepro import signals
+from miarepro.options import check_options, parameters, unknown
 
 _CHUNK_ELEMENTS = 1 << 18  # logits converted to float64 at a time (2 MB: stays in cache)
 
@@ -118,23 +119,12 @@ class AttackSpec:
     description: str
 
     def defaults(self) -> dict[str, Any]:
-        parameters = list(inspect.signature(self.fn).parameters.values())[1:]
-        return {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty}
+        return {p.name: p.default for p in parameters(self.fn)
+                if p.default is not p.empty}
 
     def check_params(self, params: dict[str, Any], where: str) -> None:
-        """Reject unknown or missing parameters, naming the bad key."""
-        parameters = list(inspect.signature(self.fn).parameters.values())[1:]
-        known = {p.name for p in parameters}
-        unknown = sorted(set(params) - known)
-        if unknown:
-            raise ValueError(
-                f"{where}: unknown parameter(s) {unknown} for attack {self.name!r}; "
-                f"known: {sorted(known)}"
-            )
-        missing = [p.name for p in parameters
-                   if p.default is inspect.Parameter.empty and p.name not in params]
-        if missing:
-            raise ValueError(f"{where}: attack {self.name!r} needs parameter(s) {missing}")
+        """Reject unknown, missing or out-of-range parameters, naming the bad key."""
+        check_options(self.fn, params, where, f"attack {self.name!r}")
 
 
 REGISTRY: dict[str, AttackSpec] = {}
@@ -143,14 +133,24 @@ REGISTRY: dict[str, AttackSpec] = {}
 def register(
     name: str, *, needs_references: bool = False, needs_loo: bool = False, whitebox: bool = False
 ) -> Callable[[AttackFn], AttackFn]:
-    """Register ``fn`` as attack family ``name``; the first docstring line describes it."""
+    """Register ``fn`` as attack family ``name``; the first docstring line describes it.
+
+    The registered function checks its parameters against ``fn``'s annotations on every call
+    (:func:`miarepro.options.check_options`), the same check the config gets at start-up.
+    """
 
     def decorate(fn: AttackFn) -> AttackFn:
         if name in REGISTRY:
             raise ValueError(f"attack {name!r} registered twice")
+
+        @functools.wraps(fn)
+        def checked(ctx: AttackContext, **params: Any) -> np.ndarray:
+            check_options(fn, params, f"attack {name!r}", f"attack {name!r}")
+            return fn(ctx, **params)
+
         doc = (fn.__doc__ or "").strip().splitlines()
         REGISTRY[name] = AttackSpec(
-            name, fn, needs_references, needs_loo, whitebox, doc[0] if doc else ""
+            name, checked, needs_references, needs_loo, whitebox, doc[0] if doc else ""
         )
         return fn
 
@@ -159,6 +159,6 @@ def register(
 
 def get_attack(name: str) -> AttackSpec:
     if name not in REGISTRY:
-        raise KeyError(f"unknown attack {name!r}; known attacks: {sorted(REGISTRY)}")
+        raise KeyError(unknown("attack", name, REGISTRY))
     return REGISTRY[name]
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from miarepro.attacks.base import AttackContext, register
 from miarepro.attacks.reference import moments, require_in_references
+from miarepro.signals import Statistic
 
 
 def _calibration(ctx: AttackContext, statistic: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -21,7 +22,7 @@ def _calibration(ctx: AttackContext, statistic: str) -> tuple[np.ndarray, np.nda
 
 
 @register("watson", needs_references=True)
-def watson(ctx: AttackContext, statistic: str = "loss") -> np.ndarray:
+def watson(ctx: AttackContext, statistic: Statistic = "loss") -> np.ndarray:
     """Watson et al. (2021) difficulty calibration: ``mean_OUT loss_ref(x) - loss_target(x)``.
 
     Only shadow models that did not train on ``x`` are used (Subpop Eq. 2), so no model has to
@@ -33,7 +34,7 @@ def watson(ctx: AttackContext, statistic: str = "loss") -> np.ndarray:
 
 
 @register("sablayrolles", needs_references=True)
-def sablayrolles(ctx: AttackContext, statistic: str = "loss") -> np.ndarray:
+def sablayrolles(ctx: AttackContext, statistic: Statistic = "loss") -> np.ndarray:
     """Sablayrolles et al. (2019) calibrated loss: ``tau(x) - loss_target(x)`` with IN and OUT.
 
     Their per-sample threshold ``tau(x)`` is estimated from shadow models trained with and

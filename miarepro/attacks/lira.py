@@ -17,17 +17,14 @@ per group and query, which the paper recommends with few reference models. See
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 from scipy.special import log_ndtr
 
 from miarepro.attacks.base import AttackContext, register
-from miarepro.attacks.reference import (
-    check_choice,
-    moments,
-    require_in_references,
-)
-
-STATISTICS = ("logit_confidence", "hinge", "loss")
+from miarepro.attacks.reference import Variance, moments, require_in_references
+from miarepro.signals import ScoreStatistic
 
 
 def offline_score(target: np.ndarray, values: np.ndarray, member: np.ndarray,
@@ -55,8 +52,9 @@ def _log_normal_pdf(x: np.ndarray, mean: np.ndarray, var: np.ndarray) -> np.ndar
 
 
 @register("lira", needs_references=True)
-def lira(ctx: AttackContext, mode: str = "online", variance: str = "per_example",
-         statistic: str = "logit_confidence") -> np.ndarray:
+def lira(ctx: AttackContext, mode: Literal["online", "offline"] = "online",
+         variance: Variance = "per_example",
+         statistic: ScoreStatistic = "logit_confidence") -> np.ndarray:
     """LiRA (Carlini et al. 2022): Gaussian likelihood ratio of IN/OUT reference statistics.
 
     ``mode="online"`` needs IN reference models (each sample IN for about half of them) and
@@ -66,9 +64,6 @@ def lira(ctx: AttackContext, mode: str = "online", variance: str = "per_example"
     ``statistic`` is ``logit_confidence`` (``log p_y - log sum_{y' != y} p_y'``, Carlini's
     choice), ``hinge`` (BMIA, QMIA) or ``loss`` (IHA's description; scored as ``-loss``).
     """
-    check_choice("mode", mode, ("online", "offline"))
-    check_choice("variance", variance, ("per_example", "global"))
-    check_choice("statistic", statistic, STATISTICS)
     member = ctx.reference_in()
     values = ctx.reference_statistic(statistic)
     target = ctx.target_statistic(statistic)

@@ -13,12 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 from miarepro.attacks.base import AttackContext, register
-from miarepro.attacks.lira import STATISTICS, offline_score
-from miarepro.attacks.reference import check_choice, loo_statistic, quantile_score
+from miarepro.attacks.lira import offline_score
+from miarepro.attacks.reference import Variance, loo_statistic, quantile_score
+from miarepro.signals import ScoreStatistic
 
 
 @register("l_attack", needs_loo=True)
-def l_attack(ctx: AttackContext, statistic: str = "loss") -> np.ndarray:
+def l_attack(ctx: AttackContext, statistic: ScoreStatistic = "loss") -> np.ndarray:
     """L-attack (Ye et al. 2022): quantile of the target's loss among leave-one-out losses.
 
     The threshold at FPR ``alpha`` is the ``alpha``-quantile of the LOO models' losses, taken
@@ -31,15 +32,13 @@ def l_attack(ctx: AttackContext, statistic: str = "loss") -> np.ndarray:
 
 
 @register("lira_l", needs_loo=True)
-def lira_l(ctx: AttackContext, variance: str = "per_example",
-           statistic: str = "loss") -> np.ndarray:
+def lira_l(ctx: AttackContext, variance: Variance = "per_example",
+           statistic: ScoreStatistic = "loss") -> np.ndarray:
     """LiRA-L (IHA): offline LiRA with the leave-one-out models as the OUT distribution.
 
     One-sided Gaussian test ``sum_a log Phi((s_a - mu_LOO,a) / s_LOO,a)``; the loss is the
     default statistic because IHA describes its LiRA baselines on loss scores (matrix A20).
     """
-    check_choice("variance", variance, ("per_example", "global"))
-    check_choice("statistic", statistic, STATISTICS)
     values = loo_statistic(ctx, statistic)
     member = np.zeros((values.shape[0], values.shape[2]), dtype=bool)
     return offline_score(ctx.target_statistic(statistic), values, member, variance)

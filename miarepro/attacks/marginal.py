@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from miarepro.attacks.base import AttackContext, register
+from miarepro.signals import Statistic
 
 
 @register("marginal")
-def marginal(ctx: AttackContext, statistic: str = "loss") -> np.ndarray:
+def marginal(ctx: AttackContext, statistic: Statistic = "loss") -> np.ndarray:
     """Global threshold on one target statistic (LOSS, Attack-P, Marginal, Yeom)."""
     return ctx.target_statistic(statistic).mean(axis=0)
 

@@ -13,12 +13,14 @@ works in cache-sized blocks on the requested samples only.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
 from miarepro import signals
 from miarepro.attacks.base import AttackContext
 
+Variance = Literal["per_example", "global"]
 VARIANCE_FLOOR = 1e-24  # keeps Gaussians finite when all reference scores coincide
 
 
@@ -82,7 +84,7 @@ def _group(values: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, ...]:
     return mean, var, pooled, count
 
 
-def moments(values: np.ndarray, member: np.ndarray, variance: str = "per_example") -> Moments:
+def moments(values: np.ndarray, member: np.ndarray, variance: Variance = "per_example") -> Moments:
     """IN/OUT Gaussian parameters of each sample (see :class:`Moments` for the fallbacks)."""
     check_choice("variance", variance, ("per_example", "global"))
     member = np.asarray(member, dtype=bool)

@@ -21,11 +21,14 @@ is therefore the fraction made continuous (:func:`continuous_rank`).
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 import numpy as np
 from scipy.special import logsumexp
 
 from miarepro.attacks.base import AttackContext, register
-from miarepro.attacks.reference import check_choice, require_in_references
+from miarepro.attacks.reference import require_in_references
+from miarepro.options import Range
 
 
 def _log_mean(log_p: np.ndarray, mask: np.ndarray, axis: int = 0) -> np.ndarray:
@@ -53,19 +56,15 @@ def _log_ratio(ctx: AttackContext, indices: np.ndarray, mode: str, a: float) -> 
 
 
 @register("rmia", needs_references=True)
-def rmia(ctx: AttackContext, mode: str = "offline", gamma: float = 1.0,
-         a: float = 0.3) -> np.ndarray:
+def rmia(ctx: AttackContext, mode: Literal["online", "offline"] = "offline",
+         gamma: Annotated[float, Range(0, None, low_open=True)] = 1.0,
+         a: Annotated[float, Range(0, 1)] = 0.3) -> np.ndarray:
     """RMIA (Zarifzadeh et al. 2024): fraction of population samples ``x`` dominates by ``gamma``.
 
     The defaults ``gamma = 1`` and ``a = 0.3`` are the engineer's choice recorded in
     REPRODUCTION-MATRIX A7 (BMIA does not state them). ``mode="online"`` averages
     ``p(x | theta_ref)`` over all reference models and needs IN models for the audited samples.
     """
-    check_choice("mode", mode, ("online", "offline"))
-    if not 0.0 <= a <= 1.0:
-        raise ValueError(f"RMIA offline coefficient a must lie in [0, 1], got {a}")
-    if gamma <= 0:
-        raise ValueError(f"RMIA gamma must be positive, got {gamma}")
     if len(ctx.population) == 0:
         raise ValueError("RMIA needs a population set Z (ctx.population is empty)")
     if mode == "online":

@@ -15,14 +15,14 @@ confidences are averaged over queries.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from scipy.special import softmax
 
 from miarepro import signals
 from miarepro.attacks.base import AttackContext, register
-from miarepro.attacks.reference import check_choice
+from miarepro.options import Range
 
 
 def features(logits: np.ndarray, labels: np.ndarray, top_k: int) -> np.ndarray:
@@ -77,8 +77,9 @@ def _predict(model: Any, X: np.ndarray) -> np.ndarray:
 
 
 @register("shadow", needs_references=True)
-def shadow(ctx: AttackContext, top_k: int = 3, classifier: str = "mlp",
-           max_rows: int = 4000) -> np.ndarray:
+def shadow(ctx: AttackContext, top_k: Annotated[int, Range(1)] = 3,
+           classifier: Literal["mlp", "gbdt"] = "mlp",
+           max_rows: Annotated[int, Range(2)] = 4000) -> np.ndarray:
     """Shokri et al. (2017): per-class attack classifiers trained on shadow-model outputs.
 
     Score: the predicted member probability from the classifier of the sample's label.
@@ -90,7 +91,6 @@ def shadow(ctx: AttackContext, top_k: int = 3, classifier: str = "mlp",
     samples. A class whose shadow rows are all IN or all OUT, or absent, is scored by one
     classifier trained on all classes together (or that constant if it too has one value).
     """
-    check_choice("classifier", classifier, ("mlp", "gbdt"))
     n_models = ctx.n_references
     if n_models == 0 or len(ctx.reference_pool) == 0:
         raise ValueError("the shadow-model attack needs reference (shadow) models and their "

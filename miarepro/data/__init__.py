@@ -23,6 +23,7 @@ import numpy as np
 from miarepro.data import embedded, synthetic, tabular_archives, torchvision_sets
 from miarepro.data.dataset import Dataset
 from miarepro.data.download import DatasetUnavailable, fetch, require_file
+from miarepro.options import check_value, evaluated_annotation, unknown
 
 __all__ = ["COMMON_OPTIONS", "SOURCES", "Dataset", "DatasetUnavailable", "check_spec", "fetch",
            "load_dataset", "relabel", "require_file", "subsample"]
@@ -49,6 +50,10 @@ SOURCES: dict[str, Callable[..., Dataset]] = {
 COMMON_OPTIONS: dict[str, Any] = {"subsample": None, "subsample_seed": 0, "relabel": None,
                                    "calibration": None}
 RELABELINGS = ("odd_even",)
+#: Records of the sources whose size no parameter sets (the config check sizes splits with it).
+KNOWN_SIZES = {"digits": 1797, "breast_cancer": 569, "mnist_subset": 5000, "cifar10": 60000,
+               "cifar100": 60000, "mnist": 70000, "fashion_mnist": 70000,
+               "purchase100": 197324, "texas100": 67330}
 
 
 def loader_parameters(source: str) -> list[str]:
@@ -65,16 +70,30 @@ def _split_spec(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str,
                          f"{sorted(SOURCES)}")
     source = options.pop("source")
     if source not in SOURCES:
-        raise ValueError(f"unknown dataset source {source!r}; known sources: {sorted(SOURCES)}")
+        raise ValueError(unknown("dataset source", source, SOURCES))
     common = {key: options.pop(key, default) for key, default in COMMON_OPTIONS.items()}
     accepted = loader_parameters(source)
     for key in options:
         if key not in accepted:
-            raise ValueError(f"unknown parameter {key!r} for dataset source {source!r}; "
-                             f"accepted: {accepted + sorted(COMMON_OPTIONS)}")
+            raise ValueError(unknown("parameter", key, accepted + sorted(COMMON_OPTIONS),
+                                     f"dataset source {source!r}"))
+    parameters = inspect.signature(SOURCES[source]).parameters
+    for key, value in options.items():
+        check_value(value, evaluated_annotation(SOURCES[source], parameters[key]), key)
     if common["relabel"] is not None and common["relabel"] not in RELABELINGS:
-        raise ValueError(f"unknown relabel {common['relabel']!r}; known: {list(RELABELINGS)}")
+        raise ValueError(unknown("relabel", common["relabel"], RELABELINGS))
     return source, options, common
+
+
+def expected_size(spec: Mapping[str, Any]) -> int | None:
+    """How many records ``spec`` gives, without loading it (None if unknown)."""
+    source, options, common = _split_spec(spec)
+    if common["subsample"] is not None:
+        return int(common["subsample"])
+    parameters = inspect.signature(SOURCES[source]).parameters
+    if "n_samples" in parameters:
+        return int(options.get("n_samples", parameters["n_samples"].default))
+    return KNOWN_SIZES.get(source)
 
 
 def check_spec(spec: Mapping[str, Any]) -> None:

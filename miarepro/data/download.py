@@ -83,18 +83,31 @@ def fetch(url: str, destination: str | os.PathLike[str], sha256: str | None,
 
 def require_file(path: str | os.PathLike[str], sha256: str | None = None,
                  how_to_get: str = "") -> Path:
-    """Return ``path`` if it exists (and matches ``sha256``), else raise DatasetUnavailable.
+    """Return ``path`` if it exists and is the file expected, else raise DatasetUnavailable.
 
     The message names the exact path expected, where to get the file and its checksum, so a
-    user on an offline machine can copy it into place without reading the code.
+    user on an offline machine can copy it into place without reading the code. A file with no
+    published checksum is trusted on first use: its digest is recorded beside it
+    (``<file>.sha256``) and every later use verifies against that record, so a file that
+    changes or is truncated afterwards is caught.
     """
     path = Path(path)
     if not path.is_file():
         lines = [f"dataset file not found: {path}"]
         if how_to_get:
             lines.append(f"  how to get it: {how_to_get}")
-        lines.append(f"  expected sha256: {sha256 or 'not pinned (any version is accepted)'}")
+        lines.append(f"  expected sha256: {sha256 or 'not published; recorded at first use'}")
         raise DatasetUnavailable("\n".join(lines))
     if sha256 is not None:
         verify_sha256(path, sha256)
+        return path
+    record = path.with_name(path.name + ".sha256")
+    actual = sha256_of(path)
+    if not record.exists():
+        record.write_text(actual + "\n")
+        log.info("recorded sha256 %s of %s in %s (no published checksum)", actual, path, record)
+    elif record.read_text().strip() != actual:
+        raise ValueError(f"{path} changed since its first use: sha256 {actual}, recorded "
+                         f"{record.read_text().strip()} in {record}. If you replaced the file "
+                         f"on purpose, delete {record}; otherwise get the file again.")
     return path

@@ -7,10 +7,14 @@ parameters always give bit-identical arrays on any machine.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 
 from miarepro.data.dataset import Dataset
+from miarepro.options import Range
+
+Positive = Annotated[int, Range(1)]
 
 GENERATED = "generated data; no licence restrictions"
 
@@ -21,8 +25,8 @@ def _check_positive(**values: int) -> None:
             raise ValueError(f"{key} must be a positive integer, got {value!r}")
 
 
-def sm_synthetic(root: Path, n_samples: int = 400, n_features: int = 75, n_classes: int = 10,
-                 seed: int = 0) -> Dataset:
+def sm_synthetic(root: Path, n_samples: Positive = 400, n_features: Positive = 75,
+                 n_classes: Positive = 10, seed: int = 0) -> Dataset:
     """Stolen Memories' Gaussian naive-Bayes data (paper sizes: 400, 800 or 1,600 records).
 
     Each class y gets a mean vector with ``μ_yj ~ U[0, 1]``; one diagonal covariance with
@@ -56,9 +60,9 @@ def sm_synthetic(root: Path, n_samples: int = 400, n_features: int = 75, n_class
     )
 
 
-def purchase_like(root: Path, n_samples: int = 10000, n_features: int = 600,
-                  n_classes: int = 100, n_profiles: int = 100, taste_weight: float = 0.7,
-                  seed: int = 0) -> Dataset:
+def purchase_like(root: Path, n_samples: Positive = 10000, n_features: Positive = 600,
+                  n_classes: Positive = 100, n_profiles: Positive = 100,
+                  taste_weight: Annotated[float, Range(0, 1)] = 0.7, seed: int = 0) -> Dataset:
     """A generated stand-in for Purchase100, built the way the real set was built.
 
     Shokri et al. (2017) made Purchase100 from shopping histories: one binary feature per
@@ -143,8 +147,9 @@ def kmeans_labels(X: np.ndarray, k: int, rng: np.random.Generator,
     return labels.astype(np.int64), max_iterations
 
 
-def toy_sin(root: Path, n_samples: int = 500, noise_std: float = 0.01, mode_std: float = 0.8,
-            seed: int = 0) -> Dataset:
+def toy_sin(root: Path, n_samples: Positive = 500,
+            noise_std: Annotated[float, Range(0)] = 0.01,
+            mode_std: Annotated[float, Range(0)] = 0.8, seed: int = 0) -> Dataset:
     """BMIA Figure 1's 1-D regression with a low-density gap in the middle.
 
     ``y = sin(1.2 x) + ε`` with ``ε ~ N(0, noise_std²)`` and ``x`` from an equal mixture of

@@ -1,0 +1,71 @@
+"""Atomic, group-readable outputs and readers that name a damaged file and the fix."""
+
+import os
+
+import numpy as np
+import pytest
+
+from miarepro import io
+from miarepro.data.download import require_file
+
+
+def test_outputs_follow_the_umask_not_mkstemps_0600(tmp_path):
+    previous = os.umask(0o022)
+    try:
+        io.write_text(tmp_path / "a.txt", "x")
+        assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o644
+        os.umask(0o002)
+        io.write_array(tmp_path / "b.npy", np.zeros(3))
+        assert (tmp_path / "b.npy").stat().st_mode & 0o777 == 0o664
+    finally:
+        os.umask(previous)
+
+
+def test_an_interrupted_write_leaves_nothing_and_orphans_are_removed(tmp_path):
+    target = tmp_path / "scores.parquet"
+    with pytest.raises(KeyboardInterrupt), io.atomic_path(target) as tmp:
+        tmp.write_text("half")
+        raise KeyboardInterrupt
+    assert list(tmp_path.iterdir()) == []
+    orphan = tmp_path / ".scores.parquet.abc123.parquet"  # what kill -9 mid-write leaves
+    orphan.write_text("half")
+    io.write_text(target, "whole")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scores.parquet"]
+
+
+@pytest.mark.parametrize(("name", "write", "read"), [
+    ("split.npz", lambda p: io.write_arrays(p, a=np.arange(1000)), io.read_arrays),
+    ("signals.npy", lambda p: io.write_array(p, np.ones((1, 100, 10))), io.read_array),
+    ("scores.parquet", lambda p: io.write_table(
+        p, __import__("pandas").DataFrame({"a": range(1000)})), io.read_table),
+    ("card.json", lambda p: io.write_json(p, {"a": list(range(100))}), io.read_json),
+])
+def test_truncated_files_fail_with_their_path_and_the_fix(tmp_path, name, write, read):
+    path = tmp_path / name
+    write(path)
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+    with pytest.raises(io.CorruptFile, match="Delete it and run the workflow again") as error:
+        read(path)
+    assert str(path) in str(error.value)
+
+
+def test_a_checkpoint_that_is_not_plain_tensors_is_refused_without_advice_to_unpickle(tmp_path):
+    import pickle
+
+    path = tmp_path / "model.pt"
+    path.write_bytes(pickle.dumps({"weights": object()}))
+    with pytest.raises(io.CorruptFile, match="not a checkpoint of plain tensors") as error:
+        io.load_checkpoint(path)
+    assert "weights_only=False" not in str(error.value)
+    assert "retrain" in str(error.value)
+
+
+def test_archives_without_a_checksum_are_verified_against_their_first_use(tmp_path):
+    archive = tmp_path / "dataset.tgz"
+    archive.write_bytes(b"original")
+    require_file(archive)
+    assert (tmp_path / "dataset.tgz.sha256").exists()
+    require_file(archive)  # unchanged: fine
+    archive.write_bytes(b"origin")  # truncated later
+    with pytest.raises(ValueError, match="changed since its first use"):
+        require_file(archive)
