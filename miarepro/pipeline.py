@@ -99,8 +99,19 @@ class StudyFiles:
     def features(self) -> np.ndarray:
         return io.read_arrays(self.dataset_path)["X"]
 
+    def labels(self) -> np.ndarray:
+        return io.read_arrays(self.dataset_path)["y"]
+
     def training_indices(self, role: str, index: int) -> np.ndarray:
         return splits.training_indices(self.split, role, index)
+
+    def parts(self, group: int) -> dict[str, np.ndarray]:
+        """The split seen by target / repetition ``group`` (:func:`splits.repetition`)."""
+        return splits.repetition(self.split, group)
+
+    def reference_index(self, group: int, i: int) -> int:
+        """The index of the ``i``-th reference model of target / repetition ``group``."""
+        return splits.reference_indices(str(self.split["scheme"]), group, i + 1)[i]
 
     def recipe(self) -> dict[str, Any]:
         return dict(self._recipe)
@@ -115,9 +126,37 @@ class StudyFiles:
         return model.eval()
 
 
+def fit(settings: dict[str, Any], study: StudyFiles, group: int, arrays_path: str,
+        card_path: str, threads: int = 1) -> None:
+    """Fit an attack's own model for one group and save its arrays and a JSON card.
+
+    ``settings`` holds the attack family, its fit parameters and its reference count. The card
+    records the seconds and peak memory of the fit, its settings and what it reports.
+    """
+    import resource
+
+    import torch
+
+    from miarepro.attacks import get_attack
+
+    torch.set_num_threads(threads)
+    spec = get_attack(settings["attack"])
+    start = time.perf_counter()
+    arrays, info = spec.fit(study, group, **settings["params"])
+    seconds = time.perf_counter() - start
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if torch.cuda.is_available():
+        peak_mb = max(peak_mb, torch.cuda.max_memory_allocated() / 2**20)
+    io.write_arrays(arrays_path, **arrays)
+    card = {"attack": spec.name, "group": group, "settings": settings, "info": info,
+            "fit_seconds": round(seconds, 3), "peak_memory_mb": round(peak_mb, 1)}
+    log.info("fit %s/%d: %s", spec.name, group, card)
+    io.write_json(card_path, card)
+
+
 def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_signals: list[str],
           reference_signals: list[str], loo_signals: list[str], output: str,
-          study: StudyFiles | None = None) -> None:
+          study: StudyFiles | None = None, fit_paths: list[str] = ()) -> None:
     """Run one attack instance on every target of a study and write its scores table.
 
     ``reference_signals`` are the files ``.../reference/<index>.npy`` of every reference model
@@ -129,7 +168,7 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
     from miarepro.attacks import AttackContext, get_attack
 
     spec = get_attack(attack["attack"])
-    params = attack_params(attack)
+    params = spec.split_params(attack_params(attack))[1]  # the fit's own are in its file
     labels = io.read_arrays(dataset_path)["y"]
     split = io.read_arrays(split_path)
     by_index = {int(Path(path).stem): path for path in reference_signals}
@@ -152,6 +191,7 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
             reference_masks=np.array([splits.training_mask(split, "reference", i)
                                       for i in indices]).reshape(len(indices), len(labels)),
             reference_pool=part["reference_pool"], loo_logits=loo_logits,
+            fit=io.read_arrays(fit_paths[target]) if fit_paths else None,
             target_index=target, seed=int(split["seed"]), study=study)
         values = np.asarray(spec.fn(context, **params), dtype=np.float64)
         if values.shape != audit.shape:
@@ -192,6 +232,24 @@ def _loo_inputs(split: dict, attack: dict, loo_signals: list[str]) -> tuple[np.n
         paths = loo_signals[k * models : (k + 1) * models]
         by_record.append(np.stack([io.read_array(p, mmap=True)[:, record] for p in paths]))
     return records, np.stack(by_record)
+
+
+def fit_paths(results: str, study_name: str, study: dict[str, Any],
+              attack: dict[str, Any]) -> list[str]:
+    """Per target, the fit an attack instance reads (without suffix; ``[]`` if it has none).
+
+    A ``references``-scoped fit belongs to the target's reference models: one per repetition
+    of a partition study, one shared by all targets of a balanced study.
+    """
+    from miarepro.attacks import get_attack
+
+    spec = get_attack(attack["attack"])
+    if spec.fit is None:
+        return []
+    key = spec.fit_key(attack_params(attack), attack.get("n_reference", 0))
+    shared = spec.fit_scope == "references" and study["split"]["scheme"] == "balanced"
+    return [f"{results}/studies/{study_name}/fits/{key}/{0 if shared else target}"
+            for target in range(study["targets"])]
 
 
 def loo_model_indices(records: int, models: int) -> list[int]:

@@ -134,3 +134,30 @@ def predict_logits(model: nn.Module, X: np.ndarray, queries: list[str] = (),
 def accuracy(model: nn.Module, X: np.ndarray, y: np.ndarray) -> float:
     logits = predict_logits(model, X)[0]
     return float(np.mean(logits.argmax(-1) == y))
+
+
+@torch.no_grad()
+def last_layer_features(model: nn.Module, X: np.ndarray, batch_size: int = 1024
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inputs of the model's last linear layer on every sample, and that layer's ``W``, ``b``.
+
+    The last ``nn.Linear`` registered in the model is the head (MLP, LeNet, CNN, ResNet,
+    DenseNet alike); a forward hook captures what enters it.
+    """
+    heads = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    if not heads:
+        raise ValueError(f"{type(model).__name__} has no linear last layer")
+    head = heads[-1]
+    captured: list[torch.Tensor] = []
+    hook = head.register_forward_hook(lambda _m, inputs, _out: captured.append(
+        inputs[0].detach().float().cpu()))
+    model.eval()
+    dev = next(model.parameters()).device
+    try:
+        for start in range(0, len(X), batch_size):
+            model(torch.as_tensor(X[start : start + batch_size], device=dev))
+    finally:
+        hook.remove()
+    bias = head.bias if head.bias is not None else torch.zeros(head.out_features)
+    return (torch.cat(captured).numpy(), head.weight.detach().cpu().double().numpy(),
+            bias.detach().cpu().double().numpy())

@@ -21,3 +21,30 @@ rule score:
         ENV
     script:
         "../scripts/score.py"
+
+
+rule fit:
+    """Attack-side models (BMIA's Laplace posterior, ...): GPU-capable, cached per group."""
+    input:
+        unpack(fit_inputs),
+    output:
+        arrays="results/studies/{study}/fits/{fit}/{group}.npz",
+        card="results/studies/{study}/fits/{fit}/{group}.json",
+    params:
+        fit=fit_settings,
+        model=lambda wc: study_config(wc)["model"],
+        recipe=lambda wc: study_config(wc)["training"],
+    threads: config["resources"]["train_threads"]
+    resources:
+        gpu=config["resources"]["train_gpus"],
+        mem_mb=config["resources"]["train_mem_mb"],
+        runtime=config["resources"]["train_runtime_min"],
+        slurm_partition=config["resources"]["gpu_partition"],
+    benchmark:
+        "results/benchmarks/{study}/fit-{fit}-{group}.tsv"
+    log:
+        "logs/{study}/fit/{fit}-{group}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/fit.py"

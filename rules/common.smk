@@ -2,7 +2,8 @@
 import re
 
 from miarepro.artifacts import builders as artifact_builders
-from miarepro.pipeline import loo_model_indices
+from miarepro.config import attack_params
+from miarepro.pipeline import fit_paths, loo_model_indices
 from miarepro.attacks import get_attack
 from miarepro.splits import reference_indices
 
@@ -13,6 +14,8 @@ wildcard_constraints:
     study="[a-z0-9][a-z0-9-]*",
     attack="[a-z0-9][a-z0-9-]*",
     role="target|reference|loo",
+    fit=r"[A-Za-z0-9_=.-]+",
+    group=r"\d+",
     index=r"\d+",
     dataset=r"[A-Za-z0-9_.-]+",
 
@@ -51,7 +54,35 @@ def attack_inputs(wildcards):
     if get_attack(attack["attack"]).whitebox:
         inputs["models"] = [f"{RESULTS}/studies/{wildcards.study}/models/{role}/{i}.pt"
                             for role, indices in models.items() for i in indices]
+    inputs["fits"] = [f"{path}.npz" for path in fit_paths(RESULTS, wildcards.study, study,
+                                                           attack)]
     return inputs
+
+
+def fit_settings(wildcards):
+    """Family, fit parameters and reference count of the fit named by the wildcards."""
+    for attack in study_config(wildcards)["attacks"].values():
+        spec = get_attack(attack["attack"])
+        params = attack_params(attack)
+        if spec.fit and spec.fit_key(params, attack.get("n_reference", 0)) == wildcards.fit:
+            return {"attack": spec.name, "params": spec.split_params(params)[0],
+                    "n_reference": attack.get("n_reference", 0)}
+    raise ValueError(f"no attack of study {wildcards.study!r} needs fit {wildcards.fit!r}")
+
+
+def fit_inputs(wildcards):
+    """A fit reads the models of its group: the target's, or the references it fits."""
+    study, settings = study_config(wildcards), fit_settings(wildcards)
+    group = int(wildcards.group)
+    if get_attack(settings["attack"]).fit_scope == "target":
+        models = [("target", group)]
+    else:
+        models = [("reference", i) for i in reference_indices(study["split"]["scheme"], group,
+                                                               settings["n_reference"])]
+    base = f"{RESULTS}/studies/{wildcards.study}"
+    return {"dataset": dataset_file(wildcards), "split": f"{base}/split.npz",
+            "models": [f"{base}/models/{role}/{i}.pt" for role, i in models],
+            "signals": [f"{base}/signals/{role}/{i}.npy" for role, i in models]}
 
 
 def whitebox_params(wildcards):

@@ -10,5 +10,6 @@ if sm.params.whitebox:
 pipeline.score(
     sm.params.attack, sm.input.dataset, sm.input.split, list(sm.input.targets),
     list(sm.input.references), list(sm.input.loo), sm.output.scores, study=study,
+    fit_paths=list(sm.input.fits),
 )
 pipeline.measure(sm.output.scores, sm.params.metrics, sm.input.split, sm.output.metrics)

@@ -35,6 +35,8 @@ TINY = {
                 "attack-p": {"attack": "marginal", "statistic": "hinge",
                              "paper_attack": "attack_p"},
                 "naive": {"attack": "naive"},
+                "bmia": {"attack": "bmia", "n_reference": 1, "n_samples": 20,
+                         "paper_attack": "bmia", "paper_setting": "n=1"},
             },
         },
         "bal": {
@@ -106,7 +108,9 @@ def test_outputs_exist_with_expected_content(workflow):
     markdown = (results / "artifacts/BMIA-T1.md").read_text()
     assert "n/r" in markdown and "## Regime" in markdown and "a tiny reference" in markdown
     claims = pd.read_csv(results / "artifacts/claims.csv")
-    assert set(claims["verdict"]) == {"not run"}  # the tiny study has no LiRA / RMIA / Attack-R
+    # the tiny study has BMIA but no LiRA / RMIA / Attack-R: only BMIA vs Attack-P is checked
+    assert set(claims.loc[claims["claim"] != "BMIA-C11", "verdict"]) == {"not run"}
+    assert claims.loc[claims["claim"] == "BMIA-C11", "verdict"].iloc[0] != "not run"
     assert "claims.md" in (results / "artifacts/index.md").read_text()
     index = (results / "artifacts/index.md").read_text()
     assert "| BMIA-T1 |" in index
@@ -143,8 +147,31 @@ def test_adding_reference_models_keeps_existing_ones(workflow):
     edited = copy.deepcopy(TINY)
     edited["studies"]["part"]["attacks"]["naive"]["n_reference"] = 2
     jobs = planned_jobs(workflow, edited)
-    # the partition study had no reference models yet: two per repetition (target) are trained
-    assert jobs.get("train") == 4, jobs
+    # each repetition (target) had BMIA's one reference model: only the second is trained
+    assert jobs.get("train") == 2, jobs
+
+
+def test_editing_a_scoring_parameter_of_a_fitted_attack_reruns_scoring_only(workflow):
+    edited = copy.deepcopy(TINY)
+    edited["studies"]["part"]["attacks"]["bmia"]["n_samples"] = 30
+    jobs = planned_jobs(workflow, edited)
+    assert "fit" not in jobs and "train" not in jobs and jobs.get("score") == 1, jobs
+
+
+def test_editing_a_fit_parameter_refits_without_retraining(workflow):
+    edited = copy.deepcopy(TINY)
+    edited["studies"]["part"]["attacks"]["bmia"]["hessian"] = "diag"
+    jobs = planned_jobs(workflow, edited)
+    # one fit per repetition (its own reference model), then the score; no training
+    assert jobs.get("fit") == 2 and jobs.get("score") == 1 and "train" not in jobs, jobs
+
+
+def test_fits_are_shared_by_attacks_with_the_same_fit_parameters(workflow):
+    edited = copy.deepcopy(TINY)
+    edited["studies"]["part"]["attacks"]["bmia-mc"] = {
+        "attack": "bmia", "n_reference": 1, "n_samples": 20, "predictive": "mc"}
+    jobs = planned_jobs(workflow, edited)
+    assert "fit" not in jobs and jobs.get("score") == 1, jobs
 
 
 def test_one_artifact_runs_only_the_jobs_it_needs(tmp_path):
@@ -152,8 +179,10 @@ def test_one_artifact_runs_only_the_jobs_it_needs(tmp_path):
     table = output.split("Job stats:")[-1]
     jobs = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)
             if m.group(1) != "total"}
-    # one dataset and split, the two targets of study "part", its two attacks, the table
-    assert jobs == {"dataset": 1, "split": 1, "train": 2, "score": 2, "table": 1}, jobs
+    # one dataset and split, the two targets of study "part" and BMIA's reference model of
+    # each, the two Laplace fits, its three attacks, the table
+    assert jobs == {"dataset": 1, "split": 1, "train": 4, "fit": 2, "score": 3,
+                    "table": 1}, jobs
     assert "study=bal" not in output
 
 

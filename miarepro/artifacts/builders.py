@@ -21,6 +21,9 @@ from miarepro.artifacts import results as res
 from miarepro.artifacts.results import RESULTS
 
 SUFFIXES = {"table": (".csv", ".md"), "figure": (".png", ".pdf")}
+#: The papers' compute column (BMIA-T1's "Time"): ours is the minutes of training the models an
+#: attack uses plus its fit, on whatever device ran them (the table says which).
+COMPUTE = "gpu_minutes"
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> li
                       f"{results}/benchmarks/{study}/score-{attack}.tsv"]
             files += [_card(results, study, role, i) for role, i in _models_used(study_config,
                                                                                  attack)]
+            files += _fit_cards(results, study, study_config, attack)[:1]
         files += [str(res.target_card(results, study, t)) for t in range(study_config["targets"])]
     return sorted(set(files), key=files.index)
 
@@ -214,12 +218,21 @@ def _card(results: str, study: str, role: str, index: int) -> str:
     return f"{results}/studies/{study}/models/{role}/{index}.json"
 
 
+def _fit_cards(results: str, study: str, study_config: dict, attack: str) -> list[str]:
+    from miarepro.pipeline import fit_paths
+
+    return [f"{path}.json" for path in fit_paths(results, study, study_config,
+                                                   study_config["attacks"][attack])]
+
+
 def _compute_seconds(results: str, study: str, attack: str, study_config: dict) -> float:
-    """Scoring seconds plus training seconds of the models the attack needs (per target)."""
+    """Scoring seconds plus training seconds of the models and fit the attack needs (target 0)."""
     bench = pd.read_csv(f"{results}/benchmarks/{study}/score-{attack}.tsv", sep="\t")
     cards = [io.read_json(_card(results, study, role, i))
              for role, i in _models_used(study_config, attack)]
-    return round(float(bench["s"].iloc[0]) + sum(c["train_seconds"] for c in cards), 2)
+    fits = [io.read_json(path) for path in _fit_cards(results, study, study_config, attack)[:1]]
+    return round(float(bench["s"].iloc[0]) + sum(c["train_seconds"] for c in cards)
+                 + sum(c["fit_seconds"] for c in fits), 2)
 
 
 def _paper_value(papers: pd.DataFrame, dataset, attack, setting, metric: str) -> float | None:
@@ -262,8 +275,13 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
     rows = []
     for study in studies:
         study_config = config["studies"][study]
-        table = res.study_metrics(RESULTS, study, study_config, metrics)
+        table = res.study_metrics(RESULTS, study, study_config,
+                                  [m for m in metrics if m != COMPUTE])
         for row in table[table["paper_attack"].notna()].to_dict("records"):
+            if COMPUTE in metrics:  # minutes of the models and fit the attack needs, no CI
+                minutes = _compute_seconds(RESULTS, study, row["attack"], study_config) / 60
+                row.update({COMPUTE: minutes, f"{COMPUTE}_low": minutes,
+                            f"{COMPUTE}_high": minutes, f"{COMPUTE}_resolvable": True})
             for metric in metrics:
                 scale = 100.0 if "@" in metric else 1.0
                 rows.append({
@@ -277,7 +295,8 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
                     "paper": _paper_value(papers, study_config.get("paper_dataset"),
                                           row["paper_attack"], row["paper_setting"], metric),
                     "scale": scale_note(config, study_config),
-                    "ours_text": res.format_estimate(row, metric),
+                    "ours_text": (f"{row[metric]:.2f}" if metric == COMPUTE
+                                  else res.format_estimate(row, metric)),
                 })
     table = pd.DataFrame(rows)
     io.write_table(prefix + ".csv", table.drop(columns="ours_text"))
@@ -289,7 +308,10 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
                                         sort=False)])
     notes = [f"- **{s}** ({config['studies'][s].get('paper_dataset', '?')}): "
              f"{scale_note(config, config['studies'][s])}" for s in studies]
-    lines = [f"# {name}", "", "Ours beside the paper's value; TPR and precision in %.",
+    lines = [f"# {name}", "", "Ours beside the paper's value; TPR and precision in %."
+             + (f" {COMPUTE}: minutes to train the reference models an attack uses plus its "
+                "fit (ours on the device of the run, the paper's on a GPU)."
+                if COMPUTE in metrics else ""),
              interval_note(config), "", "## Regime", "",
              *regime_markdown(regime_rows(config, studies)), "", "## Results", "", *notes, "",
              _markdown(wide), ""]

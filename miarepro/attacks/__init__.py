@@ -2,6 +2,7 @@
 
 from miarepro.attacks import (  # noqa: F401
     attack_r,
+    bmia,
     calibrated,
     lira,
     loo,

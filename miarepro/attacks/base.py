@@ -4,13 +4,24 @@ An attack is a plain function ``fn(ctx, **params) -> np.ndarray`` of shape ``(le
 higher meaning "more likely a member". It is registered under a family name with
 :func:`register`; a study's config lists attack instances by name, each naming its family and
 its parameters. Black-box attacks read only the logits in the context; white-box attacks (IHA,
-Stolen Memories) and attacks with their own attack-side models (BMIA, QMIA, Subpop) also use
-``ctx.study``, a lazy handle to the dataset, models and training recipe.
+Stolen Memories) also use ``ctx.study``, a lazy handle to the dataset, models and recipe.
+
+Attacks with models of their own (BMIA's Laplace posterior, QMIA's quantile regressor, Subpop's
+generator, Stolen Memories' meta models) register a **fit** function beside the score
+function: ``fit(study, group, **fit_params) -> (arrays, info)``. The workflow runs it in a
+``fit`` job of its own (GPU-capable, cached) and hands its arrays to scoring as ``ctx.fit``. An
+attack entry's parameters go to whichever function's signature names them, so editing a
+scoring parameter reruns scoring only and editing a fit parameter refits. A fit is made once per
+*group*: per target model (``fit_scope="target"``) or per set of reference models
+(``fit_scope="references"``: one per repetition of a partition study, one for a balanced study,
+whose targets share their references), and attack instances with equal fit parameters share it.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -18,7 +29,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from miarepro import signals
-from miarepro.options import check_options, parameters, unknown
+from miarepro.options import OptionError, check_options, parameters, unknown
 
 _CHUNK_ELEMENTS = 1 << 18  # logits converted to float64 at a time (2 MB: stays in cache)
 
@@ -28,9 +39,15 @@ class StudyHandle(Protocol):
 
     def features(self) -> np.ndarray: ...
 
+    def labels(self) -> np.ndarray: ...
+
     def load_model(self, role: str, index: int) -> Any: ...
 
     def training_indices(self, role: str, index: int) -> np.ndarray: ...
+
+    def parts(self, group: int) -> dict[str, np.ndarray]: ...
+
+    def reference_index(self, group: int, i: int) -> int: ...
 
     def recipe(self) -> dict[str, Any]: ...
 
@@ -64,6 +81,7 @@ class AttackContext:
     reference_masks: np.ndarray
     reference_pool: np.ndarray
     loo_logits: np.ndarray | None = None
+    fit: dict[str, np.ndarray] | None = None
     target_index: int = 0
     seed: int = 0
     study: StudyHandle | None = field(default=None, compare=False, repr=False)
@@ -105,6 +123,8 @@ class AttackContext:
 
 
 AttackFn = Callable[..., np.ndarray]
+FitFn = Callable[..., tuple[dict[str, np.ndarray], dict[str, Any]]]
+FIT_SCOPES = ("target", "references")
 
 
 @dataclass(frozen=True)
@@ -117,21 +137,60 @@ class AttackSpec:
     needs_loo: bool
     whitebox: bool
     description: str
+    fit: FitFn | None = None
+    fit_scope: str = "target"
 
     def defaults(self) -> dict[str, Any]:
-        return {p.name: p.default for p in parameters(self.fn)
+        functions = [self.fn] + ([self.fit] if self.fit else [])
+        return {p.name: p.default for fn in functions for p in parameters(fn, skip=_skip(fn))
                 if p.default is not p.empty}
+
+    def split_params(self, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(fit parameters, scoring parameters) of an attack entry's parameters."""
+        fit_names = {p.name for p in parameters(self.fit, skip=2)} if self.fit else set()
+        return ({k: v for k, v in params.items() if k in fit_names},
+                {k: v for k, v in params.items() if k not in fit_names})
 
     def check_params(self, params: dict[str, Any], where: str) -> None:
         """Reject unknown, missing or out-of-range parameters, naming the bad key."""
-        check_options(self.fn, params, where, f"attack {self.name!r}")
+        known = set(self.defaults()) | {p.name for p in parameters(self.fn)}
+        for key in params:
+            if key not in known:
+                raise OptionError(f"{where}.{key}: " + unknown("option", key, known,
+                                                                f"attack {self.name!r}"))
+        fit_params, score_params = self.split_params(params)
+        if self.fit:
+            check_options(self.fit, fit_params, where, f"attack {self.name!r}", skip=2)
+        check_options(self.fn, score_params, where, f"attack {self.name!r}")
+
+    def fit_key(self, params: dict[str, Any], n_reference: int) -> str:
+        """The name of the fit an attack entry needs: family, references and fit parameters.
+
+        Defaults are filled in first, so entries that differ only in scoring parameters, or
+        spell out a default, share one fit. Long or structured values are hashed.
+        """
+        settings = {p.name: p.default for p in parameters(self.fit, skip=2)}
+        settings.update(self.split_params(params)[0])
+        parts = [self.name] + ([f"n{n_reference}"] if self.fit_scope == "references" else [])
+        parts += [f"{key}={value}" for key, value in sorted(settings.items())]
+        key = "-".join(str(part) for part in parts)
+        if len(key) > 80 or not all(c.isalnum() or c in "-_=." for c in key):
+            digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+            key = f"{self.name}-{digest[:12]}"
+        return key
+
+
+def _skip(fn: Callable[..., Any]) -> int:
+    """Leading positional parameters: ``ctx`` of a score function, ``study, group`` of a fit."""
+    return 2 if getattr(fn, "_is_fit", False) else 1
 
 
 REGISTRY: dict[str, AttackSpec] = {}
 
 
 def register(
-    name: str, *, needs_references: bool = False, needs_loo: bool = False, whitebox: bool = False
+    name: str, *, needs_references: bool = False, needs_loo: bool = False, whitebox: bool = False,
+    fit: FitFn | None = None, fit_scope: str = "target",
 ) -> Callable[[AttackFn], AttackFn]:
     """Register ``fn`` as attack family ``name``; the first docstring line describes it.
 
@@ -148,9 +207,14 @@ def register(
             check_options(fn, params, f"attack {name!r}", f"attack {name!r}")
             return fn(ctx, **params)
 
+        if fit_scope not in FIT_SCOPES:
+            raise ValueError(f"fit_scope must be one of {FIT_SCOPES}, got {fit_scope!r}")
+        if fit is not None:
+            fit._is_fit = True
         doc = (fn.__doc__ or "").strip().splitlines()
         REGISTRY[name] = AttackSpec(
-            name, checked, needs_references, needs_loo, whitebox, doc[0] if doc else ""
+            name, checked, needs_references, needs_loo, whitebox, doc[0] if doc else "",
+            fit, fit_scope,
         )
         return fn
 

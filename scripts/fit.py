@@ -1,0 +1,9 @@
+from miarepro import logs, pipeline
+
+sm = snakemake  # noqa: F821 - injected by Snakemake
+logs.setup(sm)
+study = pipeline.StudyFiles(sm.input.dataset, sm.input.split,
+                            f"results/studies/{sm.wildcards.study}/models", sm.params.model,
+                            sm.params.recipe)
+pipeline.fit(sm.params.fit, study, int(sm.wildcards.group), sm.output.arrays, sm.output.card,
+             threads=sm.threads)

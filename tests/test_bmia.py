@@ -1,0 +1,188 @@
+"""BMIA and its closed-form last-layer Laplace, checked against laplace-torch and by hand."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from overfit import N_POOL, overfit_context
+from scipy import stats
+
+from miarepro import lastlayer, metrics
+from miarepro.attacks import get_attack
+from miarepro.attacks.bmia import fit_bmia, t_statistic
+from miarepro.compat import ensure_torchvision
+
+STRUCTURES = ("kron", "diag", "full")
+
+
+@pytest.fixture(scope="module")
+def head():
+    """A small trained-looking head on random features: n = 60, d = 5, C = 4, float64."""
+    generator = torch.Generator().manual_seed(0)
+    features = torch.randn(60, 5, generator=generator, dtype=torch.float64)
+    labels = torch.randint(0, 4, (60,), generator=generator)
+    layer = torch.nn.Linear(5, 4).double()
+    with torch.no_grad():
+        layer.weight.copy_(3 * torch.randn(4, 5, generator=generator, dtype=torch.float64))
+    return features, labels, layer
+
+
+def laplace_torch(head, structure):
+    ensure_torchvision()  # laplace-torch imports torchvision
+    from laplace import Laplace
+    from laplace.curvature import BackPackGGN
+
+    features, labels, layer = head
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(features, labels),
+                                         batch_size=16)
+    la = Laplace(layer, "classification", subset_of_weights="all",
+                 hessian_structure=structure, backend=BackPackGGN)
+    la.fit(loader)
+    return la
+
+
+def ours(head, structure, prior="marglik", validation=None):
+    features, labels, layer = head
+    return lastlayer.fit(features.numpy(), labels.numpy(), layer.weight.detach().numpy(),
+                         layer.bias.detach().numpy(), structure, prior, validation)
+
+
+@pytest.mark.parametrize("structure", STRUCTURES)
+def test_glm_predictive_equals_laplace_torch(head, structure):
+    la = laplace_torch(head, structure)
+    posterior = ours(head, structure)
+    la.prior_precision = posterior.prior_precision
+    queries = torch.randn(7, 5, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    f_mu, f_var = la._glm_predictive_distribution(queries)
+    np.testing.assert_allclose(posterior.mean(queries.numpy()), f_mu.numpy(), atol=1e-5)
+    np.testing.assert_allclose(posterior.covariance(queries.numpy()), f_var.numpy(), atol=1e-5)
+    np.testing.assert_allclose(posterior.variance(queries.numpy()),
+                               np.diagonal(f_var.numpy(), axis1=1, axis2=2), atol=1e-5)
+
+
+@pytest.mark.parametrize("structure", STRUCTURES)
+def test_marginal_likelihood_and_its_maximum_match_laplace_torch(head, structure):
+    features, labels, layer = head
+    weight, bias = layer.weight.detach().numpy(), layer.bias.detach().numpy()
+    _, eigenvalues, loss = lastlayer.ggn(features.numpy(), labels.numpy(), weight, bias,
+                                         structure)
+    norm = float((weight**2).sum() + (bias**2).sum())
+    la = laplace_torch(head, structure)
+    for delta in (0.1, 1.0, 10.0):
+        expected = la.log_marginal_likelihood(torch.tensor(delta, dtype=torch.float64))
+        assert lastlayer.log_marginal_likelihood(delta, eigenvalues, loss, norm) == \
+            pytest.approx(float(expected), rel=1e-10)
+    la.optimize_prior_precision(method="marglik", n_steps=300)
+    assert ours(head, structure).prior_precision == pytest.approx(float(la.prior_precision),
+                                                                  rel=1e-2)
+
+
+def test_validation_prior_picks_laplace_torchs_grid_point(head):
+    features, labels, _ = head
+    validation = (features[:30], labels[:30])
+    la = laplace_torch(head, "kron")
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*validation),
+                                         batch_size=30)
+    la.optimize_prior_precision(method="gridsearch", val_loader=loader, pred_type="glm",
+                                link_approx="probit", grid_size=21, log_prior_prec_min=-4,
+                                log_prior_prec_max=4, progress_bar=False)
+    posterior = ours(head, "kron", "validation",
+                     (validation[0].numpy(), validation[1].numpy()))
+    assert posterior.prior_precision == pytest.approx(float(la.prior_precision), rel=1e-6)
+
+
+def test_ggn_is_the_exact_hessian_and_kron_its_factorisation(head):
+    """A linear head's GGN is its loss Hessian; diag is its diagonal; with one record KFAC is
+    exact on the weights."""
+    features, labels, layer = head
+    weight, bias = layer.weight.detach().clone(), layer.bias.detach().clone()
+
+    def loss(params):
+        w, b = params[:20].reshape(4, 5), params[20:]
+        return torch.nn.functional.cross_entropy(features @ w.T + b, labels, reduction="sum")
+
+    exact = torch.autograd.functional.hessian(loss, torch.cat([weight.ravel(), bias])).numpy()
+    w, b, x, y = weight.numpy(), bias.numpy(), features.numpy(), labels.numpy()
+    full, _, _ = lastlayer.ggn(x, y, w, b, "full")
+    np.testing.assert_allclose(full["eigvecs"] * full["eigvals"] @ full["eigvecs"].T, exact,
+                               atol=1e-9)
+    diag, _, _ = lastlayer.ggn(x, y, w, b, "diag")
+    np.testing.assert_allclose(np.concatenate([diag["h_w"].ravel(), diag["h_b"]]),
+                               np.diag(exact), atol=1e-9)
+    one, _, _ = lastlayer.ggn(x[:1], y[:1], w, b, "kron")
+    g = one["q_out"] * one["g"] @ one["q_out"].T
+    a = one["q_in"] * one["a"] @ one["q_in"].T
+    exact_one, _, _ = lastlayer.ggn(x[:1], y[:1], w, b, "full")
+    h_one = exact_one["eigvecs"] * exact_one["eigvals"] @ exact_one["eigvecs"].T
+    np.testing.assert_allclose(np.kron(g, a), h_one[:20, :20], atol=1e-9)
+
+
+@pytest.mark.parametrize("structure", STRUCTURES)
+def test_mc_and_glm_samples_have_the_predictive_covariance(head, structure):
+    posterior = ours(head, structure)
+    query = head[0][:1].numpy()
+    expected = posterior.covariance(query)[0]
+    for predictive in ("glm", "mc"):
+        samples = posterior.sample_logits(query, 100_000, np.random.default_rng(0), predictive)
+        np.testing.assert_allclose(np.cov(samples[0].T), expected, atol=0.05 * expected.max())
+
+
+def test_t_statistic_hand_case_and_zero_variance_limit():
+    differences = np.array([[1.0, 2.0, 3.0, 6.0], [-1.0, 0.5, 0.0, -0.5]])
+    mean, sd = differences.mean(axis=1), differences.std(axis=1, ddof=1)
+    np.testing.assert_allclose(t_statistic(differences), mean / (sd / 2))
+    expected = stats.ttest_1samp(differences, 0, axis=1, alternative="greater").statistic
+    np.testing.assert_allclose(t_statistic(differences), expected)
+    # no posterior variance: every draw equals the reference hinge, so BMIA compares hinges
+    flat = np.array([[0.5] * 5, [-2.0] * 5, [1.5] * 5])
+    assert np.all(np.isfinite(t_statistic(flat)))
+    assert list(np.argsort(t_statistic(flat))) == [1, 0, 2]
+
+
+class _Study:
+    """A study handle over the overfit case: the reference trains on half the population."""
+
+    def __init__(self, X, y, population, model, train):
+        self.X, self.y, self.population, self.model, self.train = X, y, population, model, train
+
+    def features(self):
+        return self.X
+
+    def labels(self):
+        return self.y
+
+    def load_model(self, role, index):
+        return self.model
+
+    def training_indices(self, role, index):
+        return self.train
+
+    def parts(self, group):
+        return {"reference_pool": self.population}
+
+    def reference_index(self, group, i):
+        return i
+
+
+def test_bmia_separates_members_of_an_overfit_target():
+    from overfit import _data
+
+    from miarepro.training import train_model
+
+    ctx = overfit_context()
+    X, y = _data(len(ctx.labels), 0)
+    train = ctx.population[: len(ctx.population) // 2]
+    trained = train_model(X, y, train, {"arch": "mlp", "widths": [64]},
+                          {"optimizer": "adam", "lr": 0.01, "epochs": 60, "batch_size": 128},
+                          n_classes=int(y.max()) + 1, seed=0)
+    arrays, info = fit_bmia(_Study(X, y, ctx.population, trained.model, train), 0)
+    assert info["n_fit"] == len(train) and arrays["features"].shape == (len(y), 64)
+    context = dataclasses.replace(ctx, reference_logits=ctx.reference_logits[:1],
+                                  reference_masks=ctx.reference_masks[:1], fit=arrays)
+    member = context.target_mask[context.audit]
+    scores = get_attack("bmia").fn(context, n_samples=50)
+    assert scores.shape == (N_POOL,)
+    assert metrics.auc(member, scores) > 0.7
+    mc = get_attack("bmia").fn(context, n_samples=50, predictive="mc")
+    assert metrics.auc(member, mc) == pytest.approx(metrics.auc(member, scores), abs=0.03)
