@@ -156,12 +156,13 @@ def fit(settings: dict[str, Any], study: StudyFiles, group: int, arrays_path: st
 
 def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_signals: list[str],
           reference_signals: list[str], loo_signals: list[str], output: str,
-          study: StudyFiles | None = None, fit_paths: list[str] = ()) -> None:
+          study: StudyFiles | None = None, fit_paths: list[str] = ()) -> list[float]:
     """Run one attack instance on every target of a study and write its scores table.
 
     ``reference_signals`` are the files ``.../reference/<index>.npy`` of every reference model
     any target uses (see :func:`miarepro.splits.reference_indices`). Leave-one-out attacks
-    score target 0 only: the leave-one-out models are trained from its training set.
+    score target 0 only: the leave-one-out models are trained from its training set. Returns
+    the seconds the attack itself took on each target (inference time, without I/O).
     """
     import pandas as pd
 
@@ -176,7 +177,7 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
     if spec.needs_loo:
         target_signals = target_signals[:1]
         loo_records, loo_logits = _loo_inputs(split, attack, loo_signals)
-    frames = []
+    frames, seconds = [], []
     for target, path in enumerate(target_signals):
         target_logits = io.read_array(path)
         part = splits.repetition(split, target)
@@ -193,16 +194,20 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
             reference_pool=part["reference_pool"], loo_logits=loo_logits,
             fit=io.read_arrays(fit_paths[target]) if fit_paths else None,
             target_index=target, seed=int(split["seed"]), study=study)
+        start = time.perf_counter()
         values = np.asarray(spec.fn(context, **params), dtype=np.float64)
+        seconds.append(time.perf_counter() - start)
         if values.shape != audit.shape:
             raise RuntimeError(f"attack {spec.name!r} returned shape {values.shape}, "
                                f"expected {audit.shape}")
         frames.append(pd.DataFrame({"sample": audit, "target": target,
                                     "member": context.target_mask[audit], "score": values}))
     io.write_table(output, pd.concat(frames, ignore_index=True))
+    return seconds
 
 
-def measure(scores_path: str, settings: dict[str, Any], split_path: str, output: str) -> None:
+def measure(scores_path: str, settings: dict[str, Any], split_path: str, output: str,
+            seconds: list[float] | None = None) -> None:
     """Every metric of one attack, with what its interval needs (:mod:`miarepro.uncertainty`).
 
     Bootstrap replicates are seeded by the study's split seed, so all attacks of a study are
@@ -213,7 +218,7 @@ def measure(scores_path: str, settings: dict[str, Any], split_path: str, output:
 
     seed = int(io.read_arrays(split_path)["seed"])
     table = uncertainty.metric_table(io.read_table(scores_path), settings["fprs"], seed,
-                                     settings["bootstrap"])
+                                     settings["bootstrap"], seconds)
     io.write_table(output, table)
 
 

@@ -195,13 +195,14 @@ class Estimate:
 
 
 def metric_table(scores: pd.DataFrame, fprs: Iterable[float], seed: int,
-                 n_boot: int = N_BOOTSTRAP) -> pd.DataFrame:
+                 n_boot: int = N_BOOTSTRAP, seconds: list[float] | None = None) -> pd.DataFrame:
     """Every metric of one attack's scores: a point row per target, plus bootstrap replicates.
 
     ``scores`` has the columns of a scores file (``sample``, ``target``, ``member``, ``score``).
     Rows are ``(target, replicate)`` with ``replicate = -1`` for the point estimate; replicates
     ``0 .. n_boot - 1`` exist only when the study has fewer than :data:`MIN_TARGETS` targets.
     Samples are taken in index order, so every attack of a study is resampled alike.
+    ``seconds``, the attack's scoring time per target, is kept as ``score_seconds``.
     """
     fprs = tuple(fprs)
     targets = sorted(scores["target"].unique())
@@ -210,21 +211,24 @@ def metric_table(scores: pd.DataFrame, fprs: Iterable[float], seed: int,
         group = scores[scores["target"] == target].sort_values("sample")
         member, score = group["member"].to_numpy(bool), group["score"].to_numpy(float)
         counts = {"n_members": int(member.sum()), "n_nonmembers": int((~member).sum())}
-        rows.append(pd.DataFrame([{"target": target, "replicate": -1, **counts,
+        timing = {"score_seconds": seconds[int(target)]} if seconds else {}
+        rows.append(pd.DataFrame([{"target": target, "replicate": -1, **counts, **timing,
                                    **point_metrics(member, score, fprs)}]))
         if len(targets) < MIN_TARGETS:
             draws = pd.DataFrame(bootstrap_metrics(member, score, fprs, [seed, int(target)],
                                                    n_boot))
             rows.append(draws.assign(target=target, replicate=np.arange(n_boot), **counts))
     table = pd.concat(rows, ignore_index=True)
-    return table[["target", "replicate", "n_members", "n_nonmembers", *metric_names(fprs)]]
+    extra = ["score_seconds"] if seconds else []
+    return table[["target", "replicate", "n_members", "n_nonmembers", *extra,
+                  *metric_names(fprs)]]
 
 
 def estimates(table: pd.DataFrame) -> dict[str, Estimate]:
     """The :class:`Estimate` of every metric in a :func:`metric_table`."""
     points = table[table["replicate"] < 0].sort_values("target")
     names = [c for c in table.columns
-             if c not in ("target", "replicate", "n_members", "n_nonmembers")]
+             if c not in ("target", "replicate", "n_members", "n_nonmembers", "score_seconds")]
     n_in, n_out = int(points["n_members"].min()), int(points["n_nonmembers"].min())
     result = {}
     for name in names:

@@ -108,8 +108,7 @@ def artifact_inputs(wildcards):
 
 
 def artifact_params(wildcards):
-    """The artifact's settings and the configs of the studies it reads (reruns follow edits)."""
+    """The artifact's settings and the parts of the config it reads (reruns follow edits)."""
     settings = config["artifacts"][wildcards.name]
-    studies = artifact_builders.studies_of(settings, config)
-    return {"settings": settings, "studies": {s: config["studies"][s] for s in studies},
+    return {"settings": settings, "studies": artifact_builders.studies_read(settings, config),
             "scale": config["scale"], "metrics": config["metrics"]}

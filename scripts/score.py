@@ -7,9 +7,10 @@ if sm.params.whitebox:
     study = pipeline.StudyFiles(sm.input.dataset, sm.input.split,
                                 f"results/studies/{sm.wildcards.study}/models",
                                 sm.params.whitebox["model"], sm.params.whitebox["training"])
-pipeline.score(
+seconds = pipeline.score(
     sm.params.attack, sm.input.dataset, sm.input.split, list(sm.input.targets),
     list(sm.input.references), list(sm.input.loo), sm.output.scores, study=study,
     fit_paths=list(sm.input.fits),
 )
-pipeline.measure(sm.output.scores, sm.params.metrics, sm.input.split, sm.output.metrics)
+pipeline.measure(sm.output.scores, sm.params.metrics, sm.input.split, sm.output.metrics,
+                 seconds)

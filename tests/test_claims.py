@@ -12,13 +12,17 @@ PAPERS = ("bmia", "iha")
 
 @pytest.mark.parametrize("paper", PAPERS)
 def test_every_claim_holds_on_the_papers_own_numbers(paper):
+    """Claims about a table hold on its printed numbers; figure claims have none printed."""
     claims = cl.load_claims(paper)
     assert claims
     for claim in claims:
+        printed = not builders.paper_values_of(claim.artifact).empty
         for dataset in claim.datasets:
-            values = [builders.paper_number(paper, dataset, spec["attack"], spec.get("setting"),
-                                            claim.metric)
+            values = [cl.claim_paper_value(claim, dataset, spec)
                       for spec in [claim.a] + ([claim.b] if claim.b else [])]
+            if not printed:
+                assert values == [None] * len(values), (claim.id, dataset)
+                continue
             assert None not in values, (claim.id, dataset)
             assert claim.holds_on(values[0], values[1] if claim.b else None), (claim.id, dataset)
 
@@ -29,7 +33,7 @@ def estimate(center: float, spread: float, resolvable: bool = True) -> Estimate:
 
 
 def claim(kind: str, value=None, metric: str = "tpr@1%") -> cl.Claim:
-    b = {"attack": "attack_p"} if kind in ("greater", "ratio_at_least") else None
+    b = {"attack": "attack_p"} if kind in ("greater", "close", "ratio_at_least") else None
     return cl.Claim("X-C1", "bmia", "BMIA-T1", "a claim", metric, kind,
                     {"attack": "lira_offline"}, b, value, ("purchase100",))
 
@@ -63,6 +67,16 @@ def test_paired_draws_decide_even_when_marginal_intervals_overlap():
 ])
 def test_bound_verdicts_use_the_papers_units(kind, value, expected):
     assert cl.verdict(claim(kind, value), estimate(0.05, 0.005), None)[0] == expected
+
+
+@pytest.mark.parametrize(("a", "b", "expected"), [
+    (estimate(0.030, 0.002), estimate(0.031, 0.002), "holds"),  # within 1 point of TPR
+    (estimate(0.050, 0.002), estimate(0.020, 0.002), "fails"),  # 3 points apart
+    (estimate(0.030, 0.010), Estimate(0.031, np.linspace(0.041, 0.021, 1001), "bootstrap"),
+     "inconclusive"),
+])
+def test_closeness_verdicts(a, b, expected):
+    assert cl.verdict(claim("close", 1.0), a, b)[0] == expected
 
 
 def test_ratio_verdict():

@@ -52,6 +52,8 @@ TINY = {
         "BMIA-T1": {"builder": "paper_table", "studies": ["part"],
                     "metrics": ["tpr@1%", "tpr@10%"]},
         "claims": {"builder": "claims"},
+        "BMIA-F3a": {"builder": "sweep", "studies": ["part"], "attacks": ["bmia"],
+                     "x": "n_samples", "series": "hessian", "metrics": ["tpr@10%", "seconds"]},
         "ROC-part": {"builder": "roc", "studies": ["part"]},
     },
 }
@@ -90,7 +92,8 @@ def workflow(tmp_path_factory):
 def test_outputs_exist_with_expected_content(workflow):
     results = workflow / "results"
     for name in ("leaderboard.csv", "leaderboard.md", "BMIA-T1.csv", "BMIA-T1.md",
-                 "claims.csv", "claims.md", "ROC-part.png", "ROC-part.pdf", "index.md"):
+                 "claims.csv", "claims.md", "ROC-part.png", "ROC-part.pdf", "BMIA-F3a.png",
+                 "index.md"):
         assert (results / "artifacts" / name).stat().st_size > 0, name
     scores = pd.read_parquet(results / "studies/bal/scores/loss.parquet")
     assert list(scores.columns) == ["sample", "target", "member", "score"]
@@ -203,11 +206,23 @@ def test_white_box_handle_rebuilds_the_saved_models(workflow):
 
 
 def test_same_config_gives_identical_scores(workflow, tmp_path):
+    """Scores, metrics and fits are bit-identical; only the measured scoring time differs."""
+    import numpy as np
+
     shutil.copytree(workflow / "results", tmp_path / "first")
     run(workflow, TINY, "--forceall")
     for first in sorted((tmp_path / "first" / "studies").rglob("*.parquet")):
         second = workflow / "results" / first.relative_to(tmp_path / "first")
-        pd.testing.assert_frame_equal(pd.read_parquet(first), pd.read_parquet(second))
+        pd.testing.assert_frame_equal(pd.read_parquet(first).drop(columns="score_seconds",
+                                                                  errors="ignore"),
+                                      pd.read_parquet(second).drop(columns="score_seconds",
+                                                                   errors="ignore"))
+    fits = sorted((tmp_path / "first" / "studies").rglob("fits/*/*.npz"))
+    assert fits
+    for first in fits:
+        second = workflow / "results" / first.relative_to(tmp_path / "first")
+        with np.load(first) as a, np.load(second) as b:
+            assert all(np.array_equal(a[key], b[key]) for key in a.files), first
 
 
 FAKE_SLURM = {  # just enough SLURM for the executor plugin: record submissions, report failure

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from miarepro import io, uncertainty
@@ -42,12 +43,26 @@ def studies_of(settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
     return list(settings.get("studies", config["studies"]))
 
 
+def studies_read(settings: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """The configs of the studies an artifact reads, with only the attacks it reads.
+
+    A figure naming its ``attacks`` neither reads nor reruns for the study's other attacks.
+    """
+    studies = {}
+    for study in studies_of(settings, config):
+        study_config = config["studies"][study]
+        if "attacks" in settings:
+            study_config = {**study_config, "attacks": {
+                name: study_config["attacks"][name] for name in settings["attacks"]}}
+        studies[study] = study_config
+    return studies
+
+
 def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
     """What an artifact reads: per attack its scores, metrics and score benchmark, and the
     cards of the models it used (compute columns) and of the targets (regime)."""
     files = []
-    for study in studies_of(settings, config):
-        study_config = config["studies"][study]
+    for study, study_config in studies_read(settings, config).items():
         for attack in study_config["attacks"]:
             files += [str(res.score_path(results, study, attack)),
                       str(res.metrics_path(results, study, attack)),
@@ -143,13 +158,20 @@ def _prefixed(row: dict[str, Any], metric: str) -> dict[str, Any]:
             if key.startswith(f"baseline_{metric}")}
 
 
+def paper_values_of(artifact: str) -> pd.DataFrame:
+    """The numbers the paper prints for one artifact (empty for figures without any)."""
+    from miarepro.artifacts.catalog import paper_values
+
+    return paper_values(artifact)
+
+
 def paper_number(paper: str, dataset, attack, setting, metric: str) -> float | None:
     """The paper's first printed number for one (dataset, attack, setting, metric) cell."""
     from miarepro.artifacts.catalog import PAPERS, paper_values
 
     values = paper_values()
     prefixes = tuple(f"{prefix}-" for prefix, name in PAPERS.items() if name == paper)
-    return _paper_value(values[values["artifact"].str.startswith(prefixes)], dataset, attack,
+    return paper_value(values[values["artifact"].str.startswith(prefixes)], dataset, attack,
                         setting, metric)
 
 
@@ -235,7 +257,7 @@ def _compute_seconds(results: str, study: str, attack: str, study_config: dict) 
                  + sum(c["fit_seconds"] for c in fits), 2)
 
 
-def _paper_value(papers: pd.DataFrame, dataset, attack, setting, metric: str) -> float | None:
+def paper_value(papers: pd.DataFrame, dataset, attack, setting, metric: str) -> float | None:
     """The paper's number for one cell; missing keys (None or NaN) match empty settings."""
     if _missing(dataset) or _missing(attack):
         return None
@@ -292,7 +314,7 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
                     "ours_high": scale * row[f"{metric}_high"],
                     "resolvable": row[f"{metric}_resolvable"], "interval": row["interval"],
                     "n_members": row["n_members"], "n_nonmembers": row["n_nonmembers"],
-                    "paper": _paper_value(papers, study_config.get("paper_dataset"),
+                    "paper": paper_value(papers, study_config.get("paper_dataset"),
                                           row["paper_attack"], row["paper_setting"], metric),
                     "scale": scale_note(config, study_config),
                     "ours_text": (f"{row[metric]:.2f}" if metric == COMPUTE
@@ -326,7 +348,6 @@ def roc_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pref
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
     import seaborn as sns
 
     studies = studies_of(settings, config)
@@ -375,12 +396,97 @@ def claims(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: 
     claims_module.build(name, settings, config, prefix)
 
 
+# --- parameter sweeps ----------------------------------------------------------------------
+
+SECONDS = "seconds"  # a sweep's pseudo-metric: the attack's own scoring time per target
+
+
+def sweep_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
+                 prefix: str) -> None:
+    """A metric against one attack parameter (``x``), a line or bar group per ``series``.
+
+    The attacks are instances of one study that differ in those parameters (BMIA's posterior
+    sample count, Hessian structure, prior tuning, predictive). One panel per metric, with 95%
+    intervals; ``seconds`` plots the attack's own scoring time. A numeric ``x`` gives lines, a
+    categorical one grouped bars. Points the audit cannot resolve are left out and listed.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    from miarepro.attacks import get_attack
+
+    (study,) = studies_of(settings, config)
+    study_config = config["studies"][study]
+    rows = []
+    for attack in settings["attacks"]:
+        entry = study_config["attacks"][attack]
+        values = {**get_attack(entry["attack"]).defaults(), **entry}
+        estimates = res.attack_estimates(RESULTS, study, attack)
+        for metric in settings["metrics"]:
+            if metric == SECONDS:
+                value = res.score_seconds(RESULTS, study, attack)
+                row = {metric: value, f"{metric}_low": value, f"{metric}_high": value,
+                       f"{metric}_resolvable": True}
+            else:
+                row = res.estimate_columns(metric, estimates[metric])
+            scale = 100.0 if "@" in metric else 1.0
+            rows.append({"attack": attack, "x": values.get(settings["x"]),
+                         "series": str(values.get(settings.get("series"), "")),
+                         "metric": metric, "value": scale * row[metric],
+                         "low": scale * row[f"{metric}_low"],
+                         "high": scale * row[f"{metric}_high"],
+                         "resolvable": row[f"{metric}_resolvable"]})
+    table = pd.DataFrame(rows)
+    numeric = pd.api.types.is_numeric_dtype(table["x"])
+    ticks = list(dict.fromkeys(table["x"]))  # categories in the order the attacks are listed
+    sns.set_theme(style="whitegrid", context="paper")
+    metrics = list(settings["metrics"])
+    figure, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6),
+                                squeeze=False)
+    series = list(dict.fromkeys(table["series"]))
+    palette = dict(zip(series, sns.color_palette("colorblind", len(series)), strict=True))
+    for axis, metric in zip(axes[0], metrics, strict=True):
+        part = table[(table["metric"] == metric) & table["resolvable"]]
+        for k, (label, group) in enumerate(part.groupby("series", sort=False)):
+            group = group.sort_values("x") if numeric else group
+            offset = (k - len(series) / 2 + 0.5) * 0.8 / len(series)
+            where = group["x"] if numeric else [ticks.index(x) + offset for x in group["x"]]
+            error = [group["value"] - group["low"], group["high"] - group["value"]]
+            if numeric:
+                axis.errorbar(where, group["value"], yerr=error, marker="o", capsize=3,
+                              color=palette[label], label=label or None)
+            else:
+                axis.bar(where, group["value"], width=0.8 / len(series), yerr=error,
+                         capsize=3, color=palette[label], label=label or None)
+        if numeric:
+            axis.set_xscale("log")
+        else:
+            axis.set_xticks(range(len(ticks)), [str(t) for t in ticks])
+        unit = " (s)" if metric == SECONDS else " (%)" if "@" in metric else ""
+        missing = table[(table["metric"] == metric) & ~table["resolvable"]]
+        axis.set(xlabel=settings["x"], ylabel=f"{metric}{unit}",
+                 title=metric + (" (n/r points left out)" if len(missing) else ""))
+        if len(series) > 1:
+            axis.legend(title=settings.get("series"), fontsize=7)
+    figure.suptitle(textwrap.fill(f"{settings.get('title', name)} [{study}]", 90), fontsize=9)
+    figure.tight_layout()
+    for suffix in (".png", ".pdf"):
+        with io.atomic_path(prefix + suffix) as tmp:
+            figure.savefig(tmp, dpi=150, format=suffix[1:])
+    plt.close(figure)
+
+
 BUILDERS: dict[str, Builder] = {
     "leaderboard": Builder("table", leaderboard, "cross-paper leaderboard", ("studies", "fprs")),
     "claims": Builder("table", claims, "the papers' claims: holds / fails / inconclusive"),
     "paper_table": Builder("table", paper_table, "a paper's table, ours beside theirs",
                            ("studies", "metrics")),
     "roc": Builder("figure", roc_figure, "log-log ROC curves", ("studies", "attacks", "title")),
+    "sweep": Builder("figure", sweep_figure, "a metric against one attack parameter",
+                     ("studies", "attacks", "x", "series", "metrics", "title")),
 }
 
 

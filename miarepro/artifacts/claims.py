@@ -1,8 +1,9 @@
 """The papers' headline claims as checkable statements, evaluated on this run's results.
 
 ``claims/<paper>.yaml`` lists each claim: an ordering of two attacks at one metric
-(``greater``), a bound on one attack (``at_least`` / ``at_most``) or on the ratio of two
-(``ratio_at_least``), the artifact that shows it and the paper datasets it is made for. Attacks
+(``greater``), an equivalence within a stated margin (``close``: "no significant difference"),
+a bound on one attack (``at_least`` / ``at_most``) or on the ratio of two (``ratio_at_least``),
+the artifact that shows it and the paper datasets it is made for. Attacks
 are named as in the papers' tables (``paper_attack`` and ``paper_setting`` of a study's attack
 instances), so one claims file serves the miniature and the full-scale configurations alike.
 The paper's own numbers come from ``paper_values.csv``; nothing is typed in twice.
@@ -30,7 +31,7 @@ from miarepro.artifacts import results as res
 from miarepro.uncertainty import Estimate
 
 CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
-KINDS = ("greater", "at_least", "at_most", "ratio_at_least")
+KINDS = ("greater", "close", "at_least", "at_most", "ratio_at_least")
 KEYS = {"id", "artifact", "statement", "metric", "kind", "a", "b", "value", "datasets"}
 
 
@@ -65,7 +66,7 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
         kind = entry.get("kind")
         if kind not in KINDS:
             raise ValueError(f"{where}: kind {kind!r}; known: {list(KINDS)}")
-        needs_b = kind in ("greater", "ratio_at_least")
+        needs_b = kind in ("greater", "close", "ratio_at_least")
         needs_value = kind != "greater"
         if needs_b != ("b" in entry) or needs_value != ("value" in entry):
             raise ValueError(f"{where}: kind {kind!r} needs "
@@ -88,6 +89,8 @@ def load_claims(paper: str) -> tuple[Claim, ...]:
 def _compare(kind: str, a: float, b: float | None, value: float | None) -> bool:
     if kind == "greater":
         return a > b
+    if kind == "close":
+        return abs(a - b) <= value
     if kind == "at_least":
         return a >= value
     if kind == "at_most":
@@ -98,8 +101,8 @@ def _compare(kind: str, a: float, b: float | None, value: float | None) -> bool:
 def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimate]:
     """(holds / fails / inconclusive, the compared quantity) from paired estimates."""
     scale = 100.0 if "@" in claim.metric else 1.0  # claim values are in the paper's units
-    if claim.kind == "greater":
-        quantity, threshold = a - b, 0.0
+    if claim.kind in ("greater", "close"):
+        quantity, threshold = a - b, 0.0 if claim.kind == "greater" else claim.value / scale
     elif claim.kind == "ratio_at_least":
         quantity, threshold = a.ratio(b), claim.value
     else:
@@ -109,11 +112,20 @@ def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimat
     low, high = quantity.interval()
     if claim.kind == "greater":
         holds, fails = low > threshold, high < threshold
+    elif claim.kind == "close":  # the whole interval within +-margin, or wholly outside it
+        holds = -threshold <= low and high <= threshold
+        fails = low > threshold or high < -threshold
     elif claim.kind == "at_most":
         holds, fails = high <= threshold, low > threshold
     else:
         holds, fails = low >= threshold, high < threshold
     return ("holds" if holds else "fails" if fails else "inconclusive"), quantity
+
+
+def claim_paper_value(claim: Claim, dataset: str, spec: dict[str, str]) -> float | None:
+    """The number the claim's artifact prints for one side of the claim (None for figures)."""
+    return builders.paper_value(builders.paper_values_of(claim.artifact), dataset,
+                                spec["attack"], spec.get("setting"), claim.metric)
 
 
 def find_attack(study_config: dict[str, Any], spec: dict[str, str]) -> str | None:
@@ -137,8 +149,7 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
             names = [find_attack(study_config, claim.a)]
             if claim.b is not None:
                 names.append(find_attack(study_config, claim.b))
-            paper = [builders.paper_number(claim.paper, dataset, spec["attack"],
-                                           spec.get("setting"), claim.metric)
+            paper = [claim_paper_value(claim, dataset, spec)
                      for spec in ([claim.a] + ([claim.b] if claim.b else []))]
             artifact_path = f"results/artifacts/{claim.artifact}.md"
             row = {"claim": claim.id, "paper": claim.paper, "statement": claim.statement,

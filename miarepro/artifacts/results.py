@@ -43,6 +43,12 @@ def audit_size(results: str, study: str, attack: str) -> tuple[int, int]:
     return int(points["n_members"].min()), int(points["n_nonmembers"].min())
 
 
+def score_seconds(results: str, study: str, attack: str) -> float:
+    """Seconds the attack itself took to score one target (mean over targets)."""
+    table = io.read_table(metrics_path(results, study, attack))
+    return float(table.loc[table["replicate"] < 0, "score_seconds"].mean())
+
+
 def study_metrics(results: str, study: str, study_config: dict,
                   metric_names: Iterable[str]) -> pd.DataFrame:
     """One row per attack instance of a study: each metric with its 95% interval.

@@ -74,7 +74,7 @@ def bmia(ctx: AttackContext, n_samples: Annotated[int, Range(2)] = 100,
         if weights is None:
             logits = posterior.sample_logits(features[rows], n_samples, rng, "glm")
         else:
-            logits = np.einsum("nd,kcd->nkc", features[rows], weights[0]) + weights[1][None]
+            logits = lastlayer.apply_weights(features[rows], *weights)
         reference[rows] = signals.hinge(np.swapaxes(logits, 0, 1), labels[rows]).T
     return t_statistic(target[:, None] - reference)
 
