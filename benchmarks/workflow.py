@@ -1,8 +1,9 @@
 """Measure the workflow's targets: set-up time, dry-run time, cold default run, job counts.
 
-    .venv/bin/python benchmarks/workflow.py [--setup] [--tests] [--out FILE]
+    .venv/bin/python benchmarks/workflow.py [--setup] [--tests] [--out FILE] [--keep DIR]
 
-The default run happens in a fresh temporary working directory (cold: empty results/). With
+The default run happens in a fresh temporary working directory (cold: empty results/), kept
+as ``DIR`` with ``--keep`` (to read its tables afterwards). With
 ``--setup`` the environment is also built from scratch in a temporary copy of the repository,
 and ``--tests`` times the test suite. Prints a Markdown report (and writes it to ``--out``).
 """
@@ -42,6 +43,7 @@ def main() -> None:
     parser.add_argument("--setup", action="store_true", help="also time a from-scratch set-up")
     parser.add_argument("--tests", action="store_true", help="also time the test suite")
     parser.add_argument("--out", type=Path, help="write the report here too")
+    parser.add_argument("--keep", type=Path, help="keep the default run's directory here")
     args = parser.parse_args()
     rows: list[tuple[str, str]] = []
     with tempfile.TemporaryDirectory() as scratch:
@@ -69,6 +71,8 @@ def main() -> None:
                 ".venv", "results", ".snakemake", "logs", ".git", "__pycache__"))
             setup_seconds, _ = timed(["bash", "setup.sh"], copy)
             rows.append(("environment set-up from scratch", f"{setup_seconds:.0f} s"))
+        if args.keep:
+            shutil.copytree(work, args.keep, dirs_exist_ok=True)
     if args.tests:
         test_seconds, output = timed([sys.executable, "-m", "pytest", "-q"], ROOT)
         summary = output.strip().splitlines()[-1]

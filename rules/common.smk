@@ -2,6 +2,7 @@
 import re
 
 from miarepro.artifacts import builders as artifact_builders
+from miarepro.artifacts.results import studies_read
 from miarepro.config import attack_params
 from miarepro.pipeline import fit_paths, loo_model_indices
 from miarepro.attacks import get_attack
@@ -110,5 +111,5 @@ def artifact_inputs(wildcards):
 def artifact_params(wildcards):
     """The artifact's settings and the parts of the config it reads (reruns follow edits)."""
     settings = config["artifacts"][wildcards.name]
-    return {"settings": settings, "studies": artifact_builders.studies_read(settings, config),
+    return {"settings": settings, "studies": studies_read(settings, config),
             "scale": config["scale"], "metrics": config["metrics"]}

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from miarepro.artifacts import builders
+from miarepro.artifacts import catalog
 from miarepro.artifacts import claims as cl
 from miarepro.uncertainty import Estimate
 
@@ -16,7 +16,7 @@ def test_every_claim_holds_on_the_papers_own_numbers(paper):
     claims = cl.load_claims(paper)
     assert claims
     for claim in claims:
-        printed = not builders.paper_values_of(claim.artifact).empty
+        printed = not catalog.paper_values_of(claim.artifact).empty
         for dataset in claim.datasets:
             values = [cl.claim_paper_value(claim, dataset, spec)
                       for spec in [claim.a] + ([claim.b] if claim.b else [])]

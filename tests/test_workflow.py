@@ -238,7 +238,7 @@ FAKE_SLURM = {  # just enough SLURM for the executor plugin: record submissions,
 
 
 def test_slurm_jobs_get_the_configured_resources(workflow, tmp_path):
-    """The sbatch lines of a training and a scoring job, through `--profile slurm`."""
+    """The sbatch lines of a training, a fit and a scoring job, through `--profile slurm`."""
     work = tmp_path / "work"
     shutil.copytree(workflow, work)
     bin_dir = tmp_path / "bin"
@@ -251,6 +251,7 @@ def test_slurm_jobs_get_the_configured_resources(workflow, tmp_path):
                            "train_runtime_min": 720, "gpu_partition": "gpu-a100"}
     (work / "cluster.yaml").write_text(yaml.safe_dump(config))
     targets = ["results/studies/bal/models/target/0.pt",
+               "results/studies/part/fits/bmia-n1-hessian=kron-prior=marglik/1.npz",
                "results/studies/part/scores/naive.parquet"]
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
            "FAKE_SLURM": str(tmp_path)}
@@ -262,9 +263,10 @@ def test_slurm_jobs_get_the_configured_resources(workflow, tmp_path):
                    capture_output=True, text=True, env=env, timeout=300, check=False)
     lines = (tmp_path / "sbatch.log").read_text().splitlines()
     train = next(line for line in lines if "--comment rule_train_" in line)
+    fit = next(line for line in lines if "--comment rule_fit_" in line)
     score = next(line for line in lines if "--comment rule_score_" in line)
     for flag in ("-p gpu-a100", "-t 720", "--mem 32000", "--cpus-per-task=8", "--gpus=1"):
-        assert flag in train, (flag, train)
+        assert flag in train and flag in fit, (flag, train, fit)
     for flag in ("-p cpu", "-t 30", "--mem 8000", "--cpus-per-task=1"):
         assert flag in score, (flag, score)
     assert "--gpus" not in score and "--gres" not in train + score

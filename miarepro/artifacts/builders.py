@@ -8,22 +8,22 @@ figures as ``NAME.png`` and ``NAME.pdf``.
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from miarepro import io, uncertainty
 from miarepro.artifacts import results as res
-from miarepro.artifacts.results import RESULTS
+from miarepro.artifacts.catalog import paper_number, paper_value
+from miarepro.artifacts.regime import regime_markdown, regime_rows
+from miarepro.artifacts.results import RESULTS, studies_of, studies_read
 
 SUFFIXES = {"table": (".csv", ".md"), "figure": (".png", ".pdf")}
 #: The papers' compute column (BMIA-T1's "Time"): ours is the minutes of training the models an
-#: attack uses plus its fit, on whatever device ran them (the table says which).
+#: attack uses plus its fit and scoring, on whatever device ran them (the table says so).
 COMPUTE = "gpu_minutes"
 
 
@@ -36,26 +36,6 @@ class Builder:
 
     def outputs(self, results: str, name: str, config: dict[str, Any]) -> list[str]:
         return [f"{results}/artifacts/{name}{suffix}" for suffix in SUFFIXES[self.kind]]
-
-
-def studies_of(settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
-    """The studies an artifact reads: its ``studies`` setting, or every study."""
-    return list(settings.get("studies", config["studies"]))
-
-
-def studies_read(settings: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    """The configs of the studies an artifact reads, with only the attacks it reads.
-
-    A figure naming its ``attacks`` neither reads nor reruns for the study's other attacks.
-    """
-    studies = {}
-    for study in studies_of(settings, config):
-        study_config = config["studies"][study]
-        if "attacks" in settings:
-            study_config = {**study_config, "attacks": {
-                name: study_config["attacks"][name] for name in settings["attacks"]}}
-        studies[study] = study_config
-    return studies
 
 
 def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
@@ -89,90 +69,6 @@ INTERVAL_NOTE = ("Intervals are 95%: Student-t over target models where a study 
 
 def interval_note(config: dict[str, Any]) -> str:
     return INTERVAL_NOTE.replace("{bootstrap}", str(config["metrics"]["bootstrap"]))
-
-
-# --- regime ---------------------------------------------------------------------------------
-
-def regime_rows(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
-    """Per study: the target's accuracy and baseline leakage beside the calibration reference.
-
-    The baseline's paper values come from ``paper_values.csv`` (never typed into the config);
-    ``within_2x`` says whether our value lies within a factor of two of the paper's.
-    """
-    rows = []
-    for study in studies:
-        study_config = config["studies"][study]
-        regime = res.regime(RESULTS, study, study_config)
-        row = {"study": study, "paper_dataset": study_config.get("paper_dataset"), **regime}
-        baseline = regime["baseline"]
-        if baseline:
-            estimates = res.attack_estimates(RESULTS, study, baseline)
-            attack = study_config["attacks"][baseline]
-            for metric in ("auc", "tpr@1%"):
-                row.update({f"baseline_{k}": v for k, v in
-                            res.estimate_columns(metric, estimates[metric]).items()})
-                paper = paper_number(study_config["paper"], study_config.get("paper_dataset"),
-                                     attack.get("paper_attack"), attack.get("paper_setting"),
-                                     metric)
-                ours = row[f"baseline_{metric}"] * (100 if "@" in metric else 1)
-                row[f"paper_baseline_{metric}"] = paper
-                row[f"within_2x_{metric}"] = (None if paper is None or pd.isna(ours)
-                                              else bool(paper / 2 <= ours <= 2 * paper))
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def regime_markdown(frame: pd.DataFrame) -> list[str]:
-    """The regime table and where each reference comes from."""
-    def percent(value) -> str:
-        return "" if value is None or pd.isna(value) else f"{100 * value:.1f}"
-
-    def paper(value, digits=2) -> str:
-        return "" if value is None or pd.isna(value) else f"{value:.{digits}f}"
-
-    lines = ["| study | train acc % | test acc % (ours / reference) | gap % (ours / reference) "
-             "| baseline | AUC (ours / paper) | TPR@1% (ours / paper) | within 2x |",
-             "|---|---|---|---|---|---|---|---|"]
-    for row in frame.to_dict("records"):
-        baseline = row.get("baseline") or ""
-        checks = [row.get(f"within_2x_{m}") for m in ("auc", "tpr@1%")]
-        verdict = ", ".join(f"{m}: {'yes' if c else 'no'}" for m, c in
-                            zip(("AUC", "TPR@1%"), checks, strict=True) if c is not None)
-        lines.append(
-            f"| {row['study']} | {percent(row['train_accuracy'])} | "
-            f"{percent(row['test_accuracy'])} / {percent(row['paper_test_accuracy']) or '?'} | "
-            f"{percent(row['gap'])} / {percent(row['paper_gap']) or '?'} | {baseline} | "
-            + (f"{res.format_estimate(_prefixed(row, 'auc'), 'auc')} / "
-               f"{paper(row.get('paper_baseline_auc'), 3) or '?'} | "
-               f"{res.format_estimate(_prefixed(row, 'tpr@1%'), 'tpr@1%')} / "
-               f"{paper(row.get('paper_baseline_tpr@1%')) or '?'} | {verdict} |"
-               if baseline else " | | |"))
-    lines.append("")
-    lines += [f"- {row['study']}: {row['reference']}" for row in frame.to_dict("records")
-              if row.get("reference")]
-    return lines
-
-
-def _prefixed(row: dict[str, Any], metric: str) -> dict[str, Any]:
-    return {key[len("baseline_"):]: value for key, value in row.items()
-            if key.startswith(f"baseline_{metric}")}
-
-
-def paper_values_of(artifact: str) -> pd.DataFrame:
-    """The numbers the paper prints for one artifact (empty for figures without any)."""
-    from miarepro.artifacts.catalog import paper_values
-
-    return paper_values(artifact)
-
-
-def paper_number(paper: str, dataset, attack, setting, metric: str) -> float | None:
-    """The paper's first printed number for one (dataset, attack, setting, metric) cell."""
-    from miarepro.artifacts.catalog import PAPERS, paper_values
-
-    values = paper_values()
-    prefixes = tuple(f"{prefix}-" for prefix, name in PAPERS.items() if name == paper)
-    return paper_value(values[values["artifact"].str.startswith(prefixes)], dataset, attack,
-                        setting, metric)
 
 
 # --- leaderboard ----------------------------------------------------------------------------
@@ -257,20 +153,6 @@ def _compute_seconds(results: str, study: str, attack: str, study_config: dict) 
                  + sum(c["fit_seconds"] for c in fits), 2)
 
 
-def paper_value(papers: pd.DataFrame, dataset, attack, setting, metric: str) -> float | None:
-    """The paper's number for one cell; missing keys (None or NaN) match empty settings."""
-    if _missing(dataset) or _missing(attack):
-        return None
-    rows = papers[(papers["dataset"] == dataset) & (papers["attack"] == attack)
-                  & (papers["metric"] == metric)]
-    rows = rows[rows["setting"].fillna("") == ("" if _missing(setting) else setting)]
-    return None if rows.empty else float(rows["value"].iloc[0])
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and pd.isna(value))
-
-
 def _markdown(frame: pd.DataFrame) -> str:
     header = "| " + " | ".join(frame.columns) + " |"
     rule = "|" + "---|" * len(frame.columns)
@@ -331,62 +213,14 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
     notes = [f"- **{s}** ({config['studies'][s].get('paper_dataset', '?')}): "
              f"{scale_note(config, config['studies'][s])}" for s in studies]
     lines = [f"# {name}", "", "Ours beside the paper's value; TPR and precision in %."
-             + (f" {COMPUTE}: minutes to train the reference models an attack uses plus its "
-                "fit (ours on the device of the run, the paper's on a GPU)."
+             + (f" {COMPUTE}: minutes to train the reference models an attack uses, plus (ours "
+                "only) its fit and scoring, on the device of the run; the paper's are GPU "
+                "minutes of training alone."
                 if COMPUTE in metrics else ""),
              interval_note(config), "", "## Regime", "",
              *regime_markdown(regime_rows(config, studies)), "", "## Results", "", *notes, "",
              _markdown(wide), ""]
     io.write_text(prefix + ".md", "\n".join(lines))
-
-
-# --- ROC figures ----------------------------------------------------------------------------
-
-def roc_figure(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
-    """Log-log ROC curves (low-FPR regime, as Carlini et al. advocate), one panel per study."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    studies = studies_of(settings, config)
-    sns.set_theme(style="whitegrid", context="paper")
-    figure, axes = plt.subplots(1, len(studies), figsize=(7.2 * len(studies), 4.2), squeeze=False)
-    for axis, study in zip(axes[0], studies, strict=True):
-        study_config = config["studies"][study]
-        wanted = settings.get("attacks", list(study_config["attacks"]))
-        palette = sns.color_palette("colorblind" if len(wanted) <= 10 else "husl", len(wanted))
-        floor, limit = 1.0, 0.0  # axis floor; smallest FPR every target's audit resolves
-        for colour, attack in zip(palette, wanted, strict=True):
-            label = study_config["attacks"][attack].get("label", attack)
-            auc = res.estimate_columns("auc", res.attack_estimates(RESULTS, study, attack)["auc"])
-            if not auc["auc_resolvable"]:  # a curve through a handful of records says nothing
-                members, nonmembers = res.audit_size(RESULTS, study, attack)
-                axis.plot([], [], " ", label=f"{label}: not drawn, {members} / {nonmembers} "
-                                             "records (n/r)")
-                continue
-            scores = io.read_table(res.score_path(RESULTS, study, attack))
-            fpr, tpr = res.roc_points(scores)
-            axis.plot(fpr, tpr, color=colour, lw=1.4,
-                      label=f"{label} (AUC {res.format_estimate(auc, 'auc')})")
-            floor = min(floor, 1.0 / max(int((~scores["member"]).sum()), 1))
-            limit = max(limit, uncertainty.MIN_EXCEEDANCES / res.audit_size(RESULTS, study,
-                                                                            attack)[1])
-        grid = np.logspace(np.log10(floor), 0, 50)
-        axis.plot(grid, grid, ls="--", color="grey", lw=0.8, label="chance")
-        if limit > floor:
-            axis.axvspan(floor, min(limit, 1.0), lw=0, color="0.92",
-                         label="FPR the audit cannot resolve")
-        axis.set(xscale="log", yscale="log", xlim=(floor, 1), ylim=(floor, 1),
-                 xlabel="False positive rate", ylabel="True positive rate", title=study)
-        axis.legend(fontsize=6.5, loc="center left", bbox_to_anchor=(1.02, 0.5))
-    figure.suptitle(textwrap.fill(settings.get("title", name), 70 * len(studies)), fontsize=9)
-    figure.tight_layout()
-    for suffix in (".png", ".pdf"):
-        with io.atomic_path(prefix + suffix) as tmp:
-            figure.savefig(tmp, dpi=150, format=suffix[1:])
-    plt.close(figure)
 
 
 def claims(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
@@ -396,87 +230,17 @@ def claims(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: 
     claims_module.build(name, settings, config, prefix)
 
 
-# --- parameter sweeps ----------------------------------------------------------------------
+def roc_figure(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
+    from miarepro.artifacts import figures
 
-SECONDS = "seconds"  # a sweep's pseudo-metric: the attack's own scoring time per target
+    figures.roc_figure(name, settings, config, prefix)
 
 
 def sweep_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
                  prefix: str) -> None:
-    """A metric against one attack parameter (``x``), a line or bar group per ``series``.
+    from miarepro.artifacts import figures
 
-    The attacks are instances of one study that differ in those parameters (BMIA's posterior
-    sample count, Hessian structure, prior tuning, predictive). One panel per metric, with 95%
-    intervals; ``seconds`` plots the attack's own scoring time. A numeric ``x`` gives lines, a
-    categorical one grouped bars. Points the audit cannot resolve are left out and listed.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    from miarepro.attacks import get_attack
-
-    (study,) = studies_of(settings, config)
-    study_config = config["studies"][study]
-    rows = []
-    for attack in settings["attacks"]:
-        entry = study_config["attacks"][attack]
-        values = {**get_attack(entry["attack"]).defaults(), **entry}
-        estimates = res.attack_estimates(RESULTS, study, attack)
-        for metric in settings["metrics"]:
-            if metric == SECONDS:
-                value = res.score_seconds(RESULTS, study, attack)
-                row = {metric: value, f"{metric}_low": value, f"{metric}_high": value,
-                       f"{metric}_resolvable": True}
-            else:
-                row = res.estimate_columns(metric, estimates[metric])
-            scale = 100.0 if "@" in metric else 1.0
-            rows.append({"attack": attack, "x": values.get(settings["x"]),
-                         "series": str(values.get(settings.get("series"), "")),
-                         "metric": metric, "value": scale * row[metric],
-                         "low": scale * row[f"{metric}_low"],
-                         "high": scale * row[f"{metric}_high"],
-                         "resolvable": row[f"{metric}_resolvable"]})
-    table = pd.DataFrame(rows)
-    numeric = pd.api.types.is_numeric_dtype(table["x"])
-    ticks = list(dict.fromkeys(table["x"]))  # categories in the order the attacks are listed
-    sns.set_theme(style="whitegrid", context="paper")
-    metrics = list(settings["metrics"])
-    figure, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6),
-                                squeeze=False)
-    series = list(dict.fromkeys(table["series"]))
-    palette = dict(zip(series, sns.color_palette("colorblind", len(series)), strict=True))
-    for axis, metric in zip(axes[0], metrics, strict=True):
-        part = table[(table["metric"] == metric) & table["resolvable"]]
-        for k, (label, group) in enumerate(part.groupby("series", sort=False)):
-            group = group.sort_values("x") if numeric else group
-            offset = (k - len(series) / 2 + 0.5) * 0.8 / len(series)
-            where = group["x"] if numeric else [ticks.index(x) + offset for x in group["x"]]
-            error = [group["value"] - group["low"], group["high"] - group["value"]]
-            if numeric:
-                axis.errorbar(where, group["value"], yerr=error, marker="o", capsize=3,
-                              color=palette[label], label=label or None)
-            else:
-                axis.bar(where, group["value"], width=0.8 / len(series), yerr=error,
-                         capsize=3, color=palette[label], label=label or None)
-        if numeric:
-            axis.set_xscale("log")
-        else:
-            axis.set_xticks(range(len(ticks)), [str(t) for t in ticks])
-        unit = " (s)" if metric == SECONDS else " (%)" if "@" in metric else ""
-        missing = table[(table["metric"] == metric) & ~table["resolvable"]]
-        axis.set(xlabel=settings["x"], ylabel=f"{metric}{unit}",
-                 title=metric + (" (n/r points left out)" if len(missing) else ""))
-        if len(series) > 1:
-            axis.legend(title=settings.get("series"), fontsize=7)
-    figure.suptitle(textwrap.fill(f"{settings.get('title', name)} [{study}]", 90), fontsize=9)
-    figure.tight_layout()
-    for suffix in (".png", ".pdf"):
-        with io.atomic_path(prefix + suffix) as tmp:
-            figure.savefig(tmp, dpi=150, format=suffix[1:])
-    plt.close(figure)
+    figures.sweep_figure(name, settings, config, prefix)
 
 
 BUILDERS: dict[str, Builder] = {

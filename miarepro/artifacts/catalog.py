@@ -173,4 +173,32 @@ def paper_values(artifact: str | None = None) -> pd.DataFrame:
     return frame.reset_index(drop=True).copy()
 
 
-__all__ = ["ARTIFACT_IDS", "ID_PATTERN", "load_catalog", "paper_values", "parse_catalog"]
+def paper_values_of(artifact: str) -> pd.DataFrame:
+    """The numbers the paper prints for one artifact (empty for figures without any)."""
+    return paper_values(artifact)
+
+
+def paper_number(paper: str, dataset, attack, setting, metric: str) -> float | None:
+    """The paper's first printed number for one (dataset, attack, setting, metric) cell."""
+    values = paper_values()
+    prefixes = tuple(f"{prefix}-" for prefix, name in PAPERS.items() if name == paper)
+    return paper_value(values[values["artifact"].str.startswith(prefixes)], dataset, attack,
+                        setting, metric)
+
+
+def paper_value(papers: pd.DataFrame, dataset, attack, setting, metric: str) -> float | None:
+    """The paper's number for one cell; missing keys (None or NaN) match empty settings."""
+    if _missing(dataset) or _missing(attack):
+        return None
+    rows = papers[(papers["dataset"] == dataset) & (papers["attack"] == attack)
+                  & (papers["metric"] == metric)]
+    rows = rows[rows["setting"].fillna("") == ("" if _missing(setting) else setting)]
+    return None if rows.empty else float(rows["value"].iloc[0])
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and pd.isna(value))
+
+
+__all__ = ["ARTIFACT_IDS", "ID_PATTERN", "load_catalog", "paper_number", "paper_value",
+           "paper_values", "paper_values_of", "parse_catalog"]

@@ -26,7 +26,7 @@ import pandas as pd
 import yaml
 
 from miarepro import io
-from miarepro.artifacts import builders
+from miarepro.artifacts import builders, catalog, regime
 from miarepro.artifacts import results as res
 from miarepro.uncertainty import Estimate
 
@@ -124,8 +124,8 @@ def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimat
 
 def claim_paper_value(claim: Claim, dataset: str, spec: dict[str, str]) -> float | None:
     """The number the claim's artifact prints for one side of the claim (None for figures)."""
-    return builders.paper_value(builders.paper_values_of(claim.artifact), dataset,
-                                spec["attack"], spec.get("setting"), claim.metric)
+    return catalog.paper_value(catalog.paper_values_of(claim.artifact), dataset,
+                               spec["attack"], spec.get("setting"), claim.metric)
 
 
 def find_attack(study_config: dict[str, Any], spec: dict[str, str]) -> str | None:
@@ -151,7 +151,7 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                 names.append(find_attack(study_config, claim.b))
             paper = [claim_paper_value(claim, dataset, spec)
                      for spec in ([claim.a] + ([claim.b] if claim.b else []))]
-            artifact_path = f"results/artifacts/{claim.artifact}.md"
+            artifact_path = f"results/artifacts/{artifact_file(claim.artifact)}"
             row = {"claim": claim.id, "paper": claim.paper, "statement": claim.statement,
                    "artifact": claim.artifact, "study": study, "paper_dataset": dataset,
                    "metric": claim.metric, "paper_a": paper[0],
@@ -183,19 +183,24 @@ def _describe(claim: Claim, estimates: list[Estimate], quantity: Estimate) -> st
             text += f"; ratio {quantity.value:.2f} [{low:.2f}, {high:.2f}]"
         else:
             text += "; difference " + res.format_estimate(
-                res.estimate_columns(claim.metric, quantity), claim.metric)
+                res.estimate_columns(claim.metric, quantity, clip=False), claim.metric)
     return text
 
 
+def artifact_file(artifact: str) -> str:
+    """The file that shows an artifact: a table's Markdown or a figure's PNG."""
+    return artifact + (".png" if catalog.load_catalog()[artifact]["kind"] == "figure" else ".md")
+
+
 def _paper_text(claim: Claim, a: float | None, b: float | None) -> str:
-    if a is None or (claim.b is not None and b is None):
+    if pd.isna(a) or (claim.b is not None and pd.isna(b)):
         return "not printed"
     return f"{a:g}" + (f" vs {b:g}" if claim.b is not None else "")
 
 
 def build(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
     """``claims.csv`` and ``claims.md``: every claim this configuration can check."""
-    studies = [s for s in builders.studies_of(settings, config)
+    studies = [s for s in res.studies_of(settings, config)
                if load_claims(config["studies"][s]["paper"])]
     table = evaluate(config, studies)
     io.write_table(prefix + ".csv", table)
@@ -207,19 +212,25 @@ def build(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: s
              "**inconclusive**: it straddles, or the audit cannot resolve the metric (n/r). "
              "TPR in %.", "", builders.interval_note(config), "",
              "Verdicts: " + (", ".join(f"{k} {v}" for k, v in counts.items()) or "none"), "",
-             "## Regime", "", *builders.regime_markdown(builders.regime_rows(config, studies)),
+             "## Regime", "", *regime.regime_markdown(regime.regime_rows(config, studies)),
              ""]
     for paper, group in table.groupby("paper", sort=False):
         lines += [f"## {paper}", "",
                   "| claim | statement | study (stands in for) | artifact and command | paper | "
                   "ours | verdict |", "|---|---|---|---|---|---|---|"]
         claims = {c.id: c for c in load_claims(paper)}
-        for row in group.to_dict("records"):
+        evaluated = group[group["verdict"] != "not run"]
+        for row in evaluated.to_dict("records"):
             lines.append(
                 f"| {row['claim']} | {row['statement']} | {row['study']} "
-                f"({row['paper_dataset']}) | [{row['artifact']}]({row['artifact']}.md): "
+                f"({row['paper_dataset']}) | [{row['artifact']}]"
+                f"({artifact_file(row['artifact'])}): "
                 f"`{row['command']}` | "
                 f"{_paper_text(claims[row['claim']], row['paper_a'], row['paper_b'])} | "
                 f"{row['ours']} | **{row['verdict']}** |")
+        lines.append("")
+        for study, missing in group[group["verdict"] == "not run"].groupby("study", sort=False):
+            lines.append(f"Not run on {study}: {', '.join(missing['claim'])} (their attacks "
+                         "are not in this study).")
         lines.append("")
     io.write_text(prefix + ".md", "\n".join(lines))

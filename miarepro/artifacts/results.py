@@ -16,6 +16,26 @@ from miarepro import io, metrics, uncertainty
 RESULTS = "results"  # relative to the workflow's working directory
 
 
+def studies_of(settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    """The studies an artifact reads: its ``studies`` setting, or every study."""
+    return list(settings.get("studies", config["studies"]))
+
+
+def studies_read(settings: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """The configs of the studies an artifact reads, with only the attacks it reads.
+
+    A figure naming its ``attacks`` neither reads nor reruns for the study's other attacks.
+    """
+    studies = {}
+    for study in studies_of(settings, config):
+        study_config = config["studies"][study]
+        if "attacks" in settings:
+            study_config = {**study_config, "attacks": {
+                name: study_config["attacks"][name] for name in settings["attacks"]}}
+        studies[study] = study_config
+    return studies
+
+
 def metric_name(kind: str, fpr: float) -> str:
     return f"{kind}@{fpr * 100:g}%"
 
@@ -76,12 +96,16 @@ def study_metrics(results: str, study: str, study_config: dict,
     return pd.DataFrame(rows)
 
 
-def estimate_columns(metric: str, estimate: uncertainty.Estimate) -> dict[str, Any]:
+def estimate_columns(metric: str, estimate: uncertainty.Estimate,
+                     clip: bool = True) -> dict[str, Any]:
     """``{m, m_low, m_high, m_resolvable}``; values are NaN where not resolvable.
 
-    Metrics live in [0, 1], so a Student-t interval over a few targets is clipped to it.
+    Metrics live in [0, 1], so a Student-t interval over a few targets is clipped to it; a
+    difference of two metrics (``clip=False``) is not.
     """
-    low, high = np.clip(estimate.interval(), 0.0, 1.0)
+    low, high = estimate.interval()
+    if clip:
+        low, high = np.clip([low, high], 0.0, 1.0)
     shown = estimate.resolvable
     return {metric: estimate.value if shown else math.nan,
             f"{metric}_low": float(low) if shown else math.nan,

@@ -1,0 +1,143 @@
+"""Figure builders: log-log ROC curves and parameter sweeps, as PNG and PDF."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from miarepro import io, uncertainty
+from miarepro.artifacts import results as res
+from miarepro.artifacts.results import RESULTS, studies_of
+
+
+def _save(figure: Any, prefix: str) -> None:
+    import matplotlib.pyplot as plt
+
+    figure.tight_layout()
+    for suffix in (".png", ".pdf"):
+        with io.atomic_path(prefix + suffix) as tmp:
+            figure.savefig(tmp, dpi=150, format=suffix[1:])
+    plt.close(figure)
+
+
+def roc_figure(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
+    """Log-log ROC curves (low-FPR regime, as Carlini et al. advocate), one panel per study."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    studies = studies_of(settings, config)
+    sns.set_theme(style="whitegrid", context="paper")
+    figure, axes = plt.subplots(1, len(studies), figsize=(7.2 * len(studies), 4.2), squeeze=False)
+    for axis, study in zip(axes[0], studies, strict=True):
+        study_config = config["studies"][study]
+        wanted = settings.get("attacks", list(study_config["attacks"]))
+        palette = sns.color_palette("colorblind" if len(wanted) <= 10 else "husl", len(wanted))
+        floor, limit = 1.0, 0.0  # axis floor; smallest FPR every target's audit resolves
+        for colour, attack in zip(palette, wanted, strict=True):
+            label = study_config["attacks"][attack].get("label", attack)
+            auc = res.estimate_columns("auc", res.attack_estimates(RESULTS, study, attack)["auc"])
+            if not auc["auc_resolvable"]:  # a curve through a handful of records says nothing
+                members, nonmembers = res.audit_size(RESULTS, study, attack)
+                axis.plot([], [], " ", label=f"{label}: not drawn, {members} / {nonmembers} "
+                                             "records (n/r)")
+                continue
+            scores = io.read_table(res.score_path(RESULTS, study, attack))
+            fpr, tpr = res.roc_points(scores)
+            axis.plot(fpr, tpr, color=colour, lw=1.4,
+                      label=f"{label} (AUC {res.format_estimate(auc, 'auc')})")
+            floor = min(floor, 1.0 / max(int((~scores["member"]).sum()), 1))
+            limit = max(limit, uncertainty.MIN_EXCEEDANCES / res.audit_size(RESULTS, study,
+                                                                            attack)[1])
+        grid = np.logspace(np.log10(floor), 0, 50)
+        axis.plot(grid, grid, ls="--", color="grey", lw=0.8, label="chance")
+        if limit > floor:
+            axis.axvspan(floor, min(limit, 1.0), lw=0, color="0.92",
+                         label="FPR the audit cannot resolve")
+        axis.set(xscale="log", yscale="log", xlim=(floor, 1), ylim=(floor, 1),
+                 xlabel="False positive rate", ylabel="True positive rate", title=study)
+        axis.legend(fontsize=6.5, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    figure.suptitle(textwrap.fill(settings.get("title", name), 70 * len(studies)), fontsize=9)
+    _save(figure, prefix)
+
+
+SECONDS = "seconds"  # a sweep's pseudo-metric: the attack's own scoring time per target
+
+
+def sweep_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
+                 prefix: str) -> None:
+    """A metric against one attack parameter (``x``), a line or bar group per ``series``.
+
+    The attacks are instances of one study that differ in those parameters (BMIA's posterior
+    sample count, Hessian structure, prior tuning, predictive). One panel per metric, with 95%
+    intervals; ``seconds`` plots the attack's own scoring time. A numeric ``x`` gives lines, a
+    categorical one grouped bars. Points the audit cannot resolve are left out and listed.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    from miarepro.attacks import get_attack
+
+    (study,) = studies_of(settings, config)
+    study_config = config["studies"][study]
+    rows = []
+    for attack in settings["attacks"]:
+        entry = study_config["attacks"][attack]
+        values = {**get_attack(entry["attack"]).defaults(), **entry}
+        estimates = res.attack_estimates(RESULTS, study, attack)
+        for metric in settings["metrics"]:
+            if metric == SECONDS:
+                value = res.score_seconds(RESULTS, study, attack)
+                row = {metric: value, f"{metric}_low": value, f"{metric}_high": value,
+                       f"{metric}_resolvable": True}
+            else:
+                row = res.estimate_columns(metric, estimates[metric])
+            scale = 100.0 if "@" in metric else 1.0
+            rows.append({"attack": attack, "x": values.get(settings["x"]),
+                         "series": str(values.get(settings.get("series"), "")),
+                         "metric": metric, "value": scale * row[metric],
+                         "low": scale * row[f"{metric}_low"],
+                         "high": scale * row[f"{metric}_high"],
+                         "resolvable": row[f"{metric}_resolvable"]})
+    table = pd.DataFrame(rows)
+    numeric = pd.api.types.is_numeric_dtype(table["x"])
+    ticks = list(dict.fromkeys(table["x"]))  # categories in the order the attacks are listed
+    sns.set_theme(style="whitegrid", context="paper")
+    metrics = list(settings["metrics"])
+    figure, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6),
+                                squeeze=False)
+    series = list(dict.fromkeys(table["series"]))
+    palette = dict(zip(series, sns.color_palette("colorblind", len(series)), strict=True))
+    for axis, metric in zip(axes[0], metrics, strict=True):
+        part = table[(table["metric"] == metric) & table["resolvable"]]
+        for k, (label, group) in enumerate(part.groupby("series", sort=False)):
+            group = group.sort_values("x") if numeric else group
+            offset = (k - len(series) / 2 + 0.5) * 0.8 / len(series)
+            where = group["x"] if numeric else [ticks.index(x) + offset for x in group["x"]]
+            error = [group["value"] - group["low"], group["high"] - group["value"]]
+            if numeric:
+                axis.errorbar(where, group["value"], yerr=error, marker="o", capsize=3,
+                              color=palette[label], label=label or None)
+            else:
+                axis.bar(where, group["value"], width=0.8 / len(series), yerr=error,
+                         capsize=3, color=palette[label], label=label or None)
+        if numeric:
+            axis.set_xscale("log")
+        else:
+            axis.set_xticks(range(len(ticks)), [str(t) for t in ticks])
+        unit = " (s)" if metric == SECONDS else " (%)" if "@" in metric else ""
+        missing = table[(table["metric"] == metric) & ~table["resolvable"]]
+        axis.set(xlabel=settings["x"], ylabel=f"{metric}{unit}",
+                 title=metric + (" (n/r points left out)" if len(missing) else ""))
+        if len(series) > 1:
+            axis.legend(title=settings.get("series"), fontsize=7)
+    figure.suptitle(textwrap.fill(f"{settings.get('title', name)} [{study}]", 90), fontsize=9)
+    _save(figure, prefix)

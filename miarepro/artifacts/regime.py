@@ -1,0 +1,82 @@
+"""Where a study's target sits against the paper's setting: accuracy, gap, baseline leakage.
+
+A miniature is only worth running in the paper's regime. Each study's ``regime`` config names
+the reference it was calibrated against; these rows put the target's train and test accuracy
+and its baseline attack's AUC and TPR@1% (with intervals) beside the paper's values, and say
+whether they lie within a factor of two. Tables and the claims print them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from miarepro.artifacts import catalog
+from miarepro.artifacts import results as res
+from miarepro.artifacts.results import RESULTS
+
+
+def regime_rows(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
+    """Per study: the target's accuracy and baseline leakage beside the calibration reference.
+
+    The baseline's paper values come from ``paper_values.csv`` (never typed into the config);
+    ``within_2x`` says whether our value lies within a factor of two of the paper's.
+    """
+    rows = []
+    for study in studies:
+        study_config = config["studies"][study]
+        regime = res.regime(RESULTS, study, study_config)
+        row = {"study": study, "paper_dataset": study_config.get("paper_dataset"), **regime}
+        baseline = regime["baseline"]
+        if baseline:
+            estimates = res.attack_estimates(RESULTS, study, baseline)
+            attack = study_config["attacks"][baseline]
+            for metric in ("auc", "tpr@1%"):
+                row.update({f"baseline_{k}": v for k, v in
+                            res.estimate_columns(metric, estimates[metric]).items()})
+                paper = catalog.paper_number(
+                    study_config["paper"], study_config.get("paper_dataset"),
+                    attack.get("paper_attack"), attack.get("paper_setting"), metric)
+                ours = row[f"baseline_{metric}"] * (100 if "@" in metric else 1)
+                row[f"paper_baseline_{metric}"] = paper
+                row[f"within_2x_{metric}"] = (None if paper is None or pd.isna(ours)
+                                              else bool(paper / 2 <= ours <= 2 * paper))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def regime_markdown(frame: pd.DataFrame) -> list[str]:
+    """The regime table and where each reference comes from."""
+    def percent(value) -> str:
+        return "" if value is None or pd.isna(value) else f"{100 * value:.1f}"
+
+    def paper(value, digits=2) -> str:
+        return "" if value is None or pd.isna(value) else f"{value:.{digits}f}"
+
+    lines = ["| study | train acc % | test acc % (ours / reference) | gap % (ours / reference) "
+             "| baseline | AUC (ours / paper) | TPR@1% (ours / paper) | within 2x |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in frame.to_dict("records"):
+        baseline = row.get("baseline") or ""
+        checks = [row.get(f"within_2x_{m}") for m in ("auc", "tpr@1%")]
+        verdict = ", ".join(f"{m}: {'yes' if c else 'no'}" for m, c in
+                            zip(("AUC", "TPR@1%"), checks, strict=True) if c is not None)
+        lines.append(
+            f"| {row['study']} | {percent(row['train_accuracy'])} | "
+            f"{percent(row['test_accuracy'])} / {percent(row['paper_test_accuracy']) or '?'} | "
+            f"{percent(row['gap'])} / {percent(row['paper_gap']) or '?'} | {baseline} | "
+            + (f"{res.format_estimate(_prefixed(row, 'auc'), 'auc')} / "
+               f"{paper(row.get('paper_baseline_auc'), 3) or '?'} | "
+               f"{res.format_estimate(_prefixed(row, 'tpr@1%'), 'tpr@1%')} / "
+               f"{paper(row.get('paper_baseline_tpr@1%')) or '?'} | {verdict} |"
+               if baseline else " | | |"))
+    lines.append("")
+    lines += [f"- {row['study']}: {row['reference']}" for row in frame.to_dict("records")
+              if row.get("reference")]
+    return lines
+
+
+def _prefixed(row: dict[str, Any], metric: str) -> dict[str, Any]:
+    return {key[len("baseline_"):]: value for key, value in row.items()
+            if key.startswith(f"baseline_{metric}")}
