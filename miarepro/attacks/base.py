@@ -141,9 +141,10 @@ class AttackSpec:
     fit_scope: str = "target"
 
     def defaults(self) -> dict[str, Any]:
-        functions = [self.fn] + ([self.fit] if self.fit else [])
-        return {p.name: p.default for fn in functions for p in parameters(fn, skip=_skip(fn))
-                if p.default is not p.empty}
+        """Default of every parameter: scoring ones (after ``ctx``) and fit ones (after
+        ``study, group``)."""
+        params = parameters(self.fn) + (parameters(self.fit, skip=2) if self.fit else [])
+        return {p.name: p.default for p in params if p.default is not p.empty}
 
     def split_params(self, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """(fit parameters, scoring parameters) of an attack entry's parameters."""
@@ -153,7 +154,8 @@ class AttackSpec:
 
     def check_params(self, params: dict[str, Any], where: str) -> None:
         """Reject unknown, missing or out-of-range parameters, naming the bad key."""
-        known = set(self.defaults()) | {p.name for p in parameters(self.fn)}
+        known = {p.name for p in parameters(self.fn)} | (
+            {p.name for p in parameters(self.fit, skip=2)} if self.fit else set())
         for key in params:
             if key not in known:
                 raise OptionError(f"{where}.{key}: " + unknown("option", key, known,
@@ -180,11 +182,6 @@ class AttackSpec:
         return key
 
 
-def _skip(fn: Callable[..., Any]) -> int:
-    """Leading positional parameters: ``ctx`` of a score function, ``study, group`` of a fit."""
-    return 2 if getattr(fn, "_is_fit", False) else 1
-
-
 REGISTRY: dict[str, AttackSpec] = {}
 
 
@@ -209,8 +206,6 @@ def register(
 
         if fit_scope not in FIT_SCOPES:
             raise ValueError(f"fit_scope must be one of {FIT_SCOPES}, got {fit_scope!r}")
-        if fit is not None:
-            fit._is_fit = True
         doc = (fn.__doc__ or "").strip().splitlines()
         REGISTRY[name] = AttackSpec(
             name, checked, needs_references, needs_loo, whitebox, doc[0] if doc else "",
