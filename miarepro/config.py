@@ -229,6 +229,8 @@ def _check_artifacts(config: dict[str, Any]) -> None:
 
 def _check_measured(settings: dict[str, Any], fprs: list[float], where: str) -> None:
     """An artifact can only show metrics the score jobs measure (``metrics.fprs``)."""
+    from miarepro.artifacts.builders import COMPUTE
+    from miarepro.artifacts.figures import SECONDS
     from miarepro.uncertainty import metric_names
 
     measured = metric_names(fprs)
@@ -236,6 +238,6 @@ def _check_measured(settings: dict[str, Any], fprs: list[float], where: str) -> 
         if f"tpr@{fpr * 100:g}%" not in measured:
             raise _fail(f"{where}.fprs", f"{fpr} is not in metrics.fprs {fprs}")
     for metric in settings.get("metrics", []):
-        if metric not in measured and metric not in ("gpu_minutes", "seconds"):
+        if metric not in measured and metric not in (COMPUTE, SECONDS):
             raise _fail(f"{where}.metrics", unknown("metric", metric, measured)
                         + " (add its FPR to metrics.fprs)")

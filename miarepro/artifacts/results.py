@@ -3,6 +3,7 @@ every artifact gets its metrics, intervals and audit sizes from."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from pathlib import Path
@@ -52,20 +53,27 @@ def target_card(results: str, study: str, target: int) -> Path:
     return Path(results) / "studies" / study / "models" / "target" / f"{target}.json"
 
 
+@functools.cache
+def _metrics_table(results: str, study: str, attack: str) -> pd.DataFrame:
+    """One attack's metrics file, read once per artifact job (tables, regime and legends all
+    ask for it); callers must not modify it."""
+    return io.read_table(metrics_path(results, study, attack))
+
+
 def attack_estimates(results: str, study: str, attack: str) -> dict[str, uncertainty.Estimate]:
-    return uncertainty.estimates(io.read_table(metrics_path(results, study, attack)))
+    return uncertainty.estimates(_metrics_table(results, study, attack))
 
 
 def audit_size(results: str, study: str, attack: str) -> tuple[int, int]:
     """(members, non-members) of the smallest target audit of an attack."""
-    table = io.read_table(metrics_path(results, study, attack))
+    table = _metrics_table(results, study, attack)
     points = table[table["replicate"] < 0]
     return int(points["n_members"].min()), int(points["n_nonmembers"].min())
 
 
 def score_seconds(results: str, study: str, attack: str) -> float:
     """Seconds the attack itself took to score one target (mean over targets)."""
-    table = io.read_table(metrics_path(results, study, attack))
+    table = _metrics_table(results, study, attack)
     return float(table.loc[table["replicate"] < 0, "score_seconds"].mean())
 
 
