@@ -56,15 +56,17 @@ def main() -> None:
         run_seconds, _ = timed([*SNAKEMAKE, "--directory", str(work)], ROOT)
         rows.append(("default run, cold, 2 cores", f"{run_seconds:.0f} s"))
         cards = sorted((work / "results" / "studies").glob("*/models/*/*.json"))
-        distinct = {(json.loads(c.read_text())["train_indices_sha256"],
-                     json.loads(c.read_text())["seed"]) for c in cards}
-        rows.append(("training jobs / models / distinct (data, seed)",
+        infos = [json.loads(c.read_text()) for c in cards]
+        distinct = {(i["train_indices_sha256"], i["seed"],
+                     json.dumps(i["architecture"], sort_keys=True)) for i in infos}
+        rows.append(("training jobs / models / distinct (data, seed, architecture)",
                      f"{jobs.get('train', 0)} / {len(cards)} / {len(distinct)}"))
-        train_seconds = sum(json.loads(c.read_text())["train_seconds"] for c in cards)
+        train_seconds = sum(i["train_seconds"] for i in infos)
         rows.append(("sum of in-job training seconds", f"{train_seconds:.0f} s"))
-        benches = list((work / "results" / "benchmarks").glob("*/score-*.tsv"))
-        score_seconds = sum(float(b.read_text().splitlines()[1].split("\t")[0]) for b in benches)
-        rows.append(("sum of scoring-job seconds", f"{score_seconds:.0f} s"))
+        for kind in ("score", "fit"):
+            benches = (work / "results" / "benchmarks").glob(f"*/{kind}-*.tsv")
+            seconds = sum(float(b.read_text().splitlines()[1].split("\t")[0]) for b in benches)
+            rows.append((f"sum of {kind}-job seconds", f"{seconds:.0f} s"))
         if args.setup:
             copy = Path(scratch) / "repo"
             shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(

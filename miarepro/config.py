@@ -19,8 +19,13 @@ SCHEMA_PATH = Path(__file__).resolve().parent.parent / "config" / "schema.yaml"
 # Keys of an attack entry that the workflow consumes; the rest are the attack's own parameters.
 WORKFLOW_KEYS = frozenset(
     {"attack", "n_reference", "loo_models", "loo_records", "label", "paper_attack",
-     "paper_setting"}
+     "paper_setting", "reference_study"}
 )
+#: Settings an artifact builder cannot do without.
+REQUIRED_SETTINGS = {"paper_table": ("metrics",), "sweep": ("studies", "attacks", "x", "metrics"),
+                     "grid": ("studies", "attacks", "metrics"), "density": ("studies", "attacks")}
+#: What a study with ``models_from`` takes from its source: the models and how they were made.
+INHERITED = ("dataset", "split", "model", "training", "targets", "queries")
 
 
 class ConfigError(ValueError):
@@ -47,6 +52,7 @@ def load_schema() -> dict[str, Any]:
 
 def validate(config: dict[str, Any]) -> dict[str, Any]:
     """Validate ``config`` in place (filling defaults) and return it; raise ConfigError."""
+    _inherit_models(config)
     validator = _with_defaults(jsonschema.Draft202012Validator)(load_schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
@@ -66,6 +72,40 @@ def _describe(error: jsonschema.ValidationError) -> str:
     if error.validator == "enum":
         return f"config key {where}: " + unknown("value", error.instance, error.validator_value)
     return f"config key {where}: {error.message}"
+
+
+def model_home(name: str, study: dict[str, Any]) -> str:
+    """The study whose directory holds this study's split, models, signals and fits."""
+    return study.get("models_from", name)
+
+
+def reference_home(name: str, study: dict[str, Any], attack: dict[str, Any]) -> str:
+    """The study whose reference models (and fits of them) an attack instance uses."""
+    return attack.get("reference_study") or model_home(name, study)
+
+
+def _inherit_models(config: dict[str, Any]) -> None:
+    """A study with ``models_from`` audits another study's models in another way (BMIA Table 2:
+    out-of-distribution non-members): it takes their dataset, split and recipe, so no model
+    is trained twice, and may not set them itself."""
+    studies = config.get("studies")
+    if not isinstance(studies, dict):
+        return
+    for name, study in studies.items():
+        if not isinstance(study, dict) or "models_from" not in study:
+            continue
+        where, source = f"studies.{name}", study["models_from"]
+        if source not in studies:
+            raise _fail(f"{where}.models_from", unknown("study", source, studies))
+        if "models_from" in studies[source]:
+            raise _fail(f"{where}.models_from", f"study {source!r} takes its models from "
+                        f"{studies[source]['models_from']!r}; name that study instead")
+        for key in INHERITED:
+            if key in study:
+                raise _fail(f"{where}.{key}", f"comes from models_from study {source!r}; "
+                            "remove it here")
+            if key in studies[source]:
+                study[key] = copy.deepcopy(studies[source][key])
 
 
 def attack_params(entry: dict[str, Any]) -> dict[str, Any]:
@@ -127,9 +167,39 @@ def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> N
             raise _fail(f"{at}.loo_models", f"at most {STRIDE - 1} per record")
         if sizes:
             _check_attack_sizes(at, entry, spec, sizes)
+        if "reference_study" in entry:
+            _check_reference_study(at, study, entry, config)
+    if study["nonmembers"] == "ood":
+        if study["split"]["scheme"] != "partition":
+            raise _fail(f"{where}.nonmembers", "ood non-members need a 'partition' split")
+        if config["datasets"][study["dataset"]].get("ood") is None:
+            raise _fail(f"{where}.nonmembers", f"dataset {study['dataset']!r} has no ood "
+                        "records (give it an 'ood' dataset spec)")
     baseline = study.get("regime", {}).get("baseline")
     if baseline is not None and baseline not in study["attacks"]:
         raise _fail(f"{where}.regime.baseline", unknown("attack", baseline, study["attacks"]))
+
+
+def _check_reference_study(at: str, study: dict[str, Any], entry: dict[str, Any],
+                           config: dict[str, Any]) -> None:
+    """Reference models of another study (BMIA Figure 4: another architecture) must be trained
+    on the same split, so that they are OUT for every audited sample as the study's own are."""
+    from miarepro.attacks import get_attack
+
+    other = entry["reference_study"]
+    if get_attack(entry["attack"]).whitebox:
+        raise _fail(f"{at}.reference_study", "white-box attacks load the study's own models")
+    if other not in config["studies"]:
+        raise _fail(f"{at}.reference_study", unknown("study", other, config["studies"]))
+    source = config["studies"][other]
+    if "models_from" in source:
+        raise _fail(f"{at}.reference_study", f"study {other!r} takes its models from "
+                    f"{source['models_from']!r}; name that study instead")
+    for key in ("dataset", "split"):
+        if source[key] != study[key]:
+            raise _fail(f"{at}.reference_study", f"study {other!r} has another {key} "
+                        f"({source[key]!r} vs {study[key]!r}); reference models must come from "
+                        "the same split")
 
 
 def _split_sizes(where: str, study: dict[str, Any], config: dict[str, Any]) -> dict[str, int]:
@@ -206,24 +276,25 @@ def _check_artifacts(config: dict[str, Any]) -> None:
                 raise _fail(where, "a paper table must be named by its artifact ID"
                             + did_you_mean(artifact, ARTIFACT_IDS) + f"; known: "
                             f"{list(ARTIFACT_IDS)}")
-            if "metrics" not in settings:
-                raise _fail(f"{where}.metrics", "required by a paper table")
-        if settings["builder"] == "sweep":
-            for key in ("attacks", "x", "metrics"):
-                if key not in settings:
-                    raise _fail(f"{where}.{key}", "required by a sweep")
-            if len(settings.get("studies", [])) != 1:
-                raise _fail(f"{where}.studies", "a sweep draws the attacks of one study")
+        for key in REQUIRED_SETTINGS.get(settings["builder"], ()):
+            if key not in settings:
+                raise _fail(f"{where}.{key}", f"required by a {settings['builder']} artifact")
+        if settings["builder"] in ("sweep", "density") and len(settings["studies"]) != 1:
+            raise _fail(f"{where}.studies", f"a {settings['builder']} draws on one study")
+        if settings["builder"] == "grid" and len(settings["metrics"]) != 1:
+            raise _fail(f"{where}.metrics", "a grid shows one metric")
         studies = settings.get("studies", list(config["studies"]))
         for study in studies:
             if study not in config["studies"]:
                 raise _fail(f"{where}.studies", unknown("study", study, config["studies"]))
         for attack in settings.get("attacks", []):
-            for study in studies:
-                if attack not in config["studies"][study]["attacks"]:
-                    raise _fail(f"{where}.attacks", unknown(
-                        "attack", attack, config["studies"][study]["attacks"],
-                        f"study {study!r}"))
+            # a grid's rows each hold some of its attacks; other builders need all in each
+            holders = [s for s in studies if attack in config["studies"][s]["attacks"]]
+            if not holders or (settings["builder"] != "grid" and len(holders) < len(studies)):
+                study = next(s for s in studies if s not in holders)
+                raise _fail(f"{where}.attacks", unknown(
+                    "attack", attack, config["studies"][study]["attacks"],
+                    f"study {study!r}"))
         _check_measured(settings, config["metrics"]["fprs"], where)
 
 

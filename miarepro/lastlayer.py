@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import optimize
 from scipy.special import log_softmax, softmax
 
 Structure = Literal["kron", "diag", "full"]
@@ -82,6 +81,8 @@ class LastLayerPosterior:
         """``(n, C)`` diagonal of :meth:`covariance`, without forming it."""
         if self.structure == "diag":
             return (features**2) @ self.factors["var_w"].T + self.factors["var_b"]
+        if self.structure == "kron":  # diag(Q D Q^T) = (Q * Q) diag(D): no (n, C, C) array
+            return self._kron_scale(features) ** 2 @ (self.factors["q_out"] ** 2).T
         return (self._root(features) ** 2).sum(axis=2)
 
     def _kron_scale(self, features: np.ndarray) -> np.ndarray:
@@ -215,6 +216,8 @@ def fit(features: np.ndarray, labels: np.ndarray, weight: np.ndarray, bias: np.n
     factors, eigenvalues, loss = ggn(features, labels, weight, bias, structure)
     norm = float((weight**2).sum() + (bias**2).sum())
     if prior == "marglik":
+        from scipy import optimize  # fit jobs only: scoring does not pay for its import
+
         result = optimize.minimize_scalar(
             lambda log_delta: -log_marginal_likelihood(np.exp(log_delta), eigenvalues, loss,
                                                        norm),

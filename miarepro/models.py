@@ -97,8 +97,13 @@ _TORCHVISION_RESNETS = {10: ("BasicBlock", [1, 1, 1, 1]), 18: ("BasicBlock", [2,
 
 
 def resnet(input_shape: tuple[int, ...], n_classes: int,
-           depth: Literal[10, 18, 20, 34, 50] = 18) -> nn.Module:
-    """CIFAR-style ResNet-10/18/34/50 (torchvision blocks, 3×3 stem) or He et al.'s ResNet-20."""
+           depth: Literal[10, 18, 20, 34, 50] = 18, wide: bool = False) -> nn.Module:
+    """CIFAR-style ResNet-10/18/34/50 (torchvision blocks, 3×3 stem) or He et al.'s ResNet-20.
+
+    ``wide=True`` doubles the bottleneck width: Wide-ResNet-50-2 (BMIA Figure 4) at depth 50.
+    """
+    if wide and depth != 50:
+        raise ValueError(f"model.wide: only for depth 50 (Wide-ResNet-50-2), got depth {depth}")
     if depth == 20:
         from miarepro.resnet20 import ResNet20
 
@@ -111,7 +116,8 @@ def resnet(input_shape: tuple[int, ...], n_classes: int,
     from torchvision.models import resnet as tv
 
     block, layers = _TORCHVISION_RESNETS[depth]
-    model = tv.ResNet(getattr(tv, block), layers, num_classes=n_classes)
+    model = tv.ResNet(getattr(tv, block), layers, num_classes=n_classes,
+                      width_per_group=128 if wide else 64)
     model.conv1 = nn.Conv2d(input_shape[0], 64, 3, stride=1, padding=1, bias=False)
     model.maxpool = nn.Identity()
     return model
@@ -133,7 +139,35 @@ def densenet(input_shape: tuple[int, ...], n_classes: int,
     return model
 
 
-ARCHITECTURES = {"mlp": mlp, "lenet": lenet, "cnn": cnn, "resnet": resnet, "densenet": densenet}
+def mobile(input_shape: tuple[int, ...], n_classes: int,
+           variant: Literal["mobilenet_v2", "efficientnet_b0"] = "mobilenet_v2") -> nn.Module:
+    """torchvision MobileNet-V2 or EfficientNet-B0 (BMIA Figure 4) with a stride-1 stem, the
+    usual CIFAR adaptation: 32×32 inputs keep their resolution through the first block."""
+    from torch import nn
+
+    from miarepro.compat import ensure_torchvision
+
+    ensure_torchvision()
+    from torchvision import models as tv
+
+    model = getattr(tv, variant)(num_classes=n_classes)
+    stem = model.features[0][0]
+    model.features[0][0] = nn.Conv2d(input_shape[0], stem.out_channels, 3, stride=1, padding=1,
+                                     bias=False)
+    return model
+
+
+ARCHITECTURES = {"mlp": mlp, "lenet": lenet, "cnn": cnn, "resnet": resnet, "densenet": densenet,
+                 "mobile": mobile}
+
+
+class ArchitectureSpec:
+    """``Annotated[dict, ArchitectureSpec()]``: an option that is itself a model spec (QMIA's
+    backbone), checked like a study's ``model`` when the config is validated."""
+
+    def check(self, value: Any, where: str) -> None:
+        if value is not None:
+            check_architecture(value, where)
 
 
 def check_architecture(spec: dict[str, Any], where: str = "model") -> None:

@@ -84,6 +84,8 @@ def check_value(value: Any, annotation: Any, where: str) -> None:
         for meta in args[1:]:
             if isinstance(meta, Range) and not meta.contains(value):
                 raise OptionError(f"{where}: {value!r} is outside {meta}")
+            if hasattr(meta, "check"):  # a component's own validator (e.g. an architecture)
+                meta.check(value, where)
         return
     if origin is typing.Literal:
         if value not in args:

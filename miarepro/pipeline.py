@@ -7,6 +7,7 @@ step needs them, so a training job does not pay for pandas and a scoring job not
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from miarepro import io, splits
-from miarepro.config import attack_params
+from miarepro.config import attack_params, model_home, reference_home
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,9 @@ def make_dataset(spec: dict[str, Any], data_dir: str, output: str) -> None:
 
 def make_split(dataset_path: str, spec: dict[str, Any], output: str) -> None:
     n_samples = len(io.read_arrays(dataset_path)["y"])
-    io.write_arrays(output, **splits.make_split(n_samples, spec))
+    card = io.read_json(Path(dataset_path).with_suffix(".json"))
+    io.write_arrays(output, **splits.make_split(n_samples, spec,
+                                                ood_start=card["meta"].get("ood_start")))
 
 
 def model_seed(base_seed: int, role: str, index: int) -> int:
@@ -102,6 +105,10 @@ class StudyFiles:
     def labels(self) -> np.ndarray:
         return io.read_arrays(self.dataset_path)["y"]
 
+    def signals(self, role: str, index: int) -> np.ndarray:
+        """The saved logits ``(A, M, C)`` of model ``role/index`` (a fit's input files)."""
+        return io.read_array(self.model_dir.parent / "signals" / role / f"{index}.npy")
+
     def training_indices(self, role: str, index: int) -> np.ndarray:
         return splits.training_indices(self.split, role, index)
 
@@ -156,44 +163,36 @@ def fit(settings: dict[str, Any], study: StudyFiles, group: int, arrays_path: st
 
 def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_signals: list[str],
           reference_signals: list[str], loo_signals: list[str], output: str,
-          study: StudyFiles | None = None, fit_paths: list[str] = ()) -> list[float]:
+          study: StudyFiles | None = None, fit_paths: list[str] = (),
+          nonmembers: str = "test") -> list[float]:
     """Run one attack instance on every target of a study and write its scores table.
 
     ``reference_signals`` are the files ``.../reference/<index>.npy`` of every reference model
     any target uses (see :func:`miarepro.splits.reference_indices`). Leave-one-out attacks
     score target 0 only: the leave-one-out models are trained from its training set. Returns
     the seconds the attack itself took on each target (inference time, without I/O).
+    ``nonmembers="ood"`` audits each target's members against the dataset's out-of-distribution
+    records instead of its test part.
     """
     import pandas as pd
 
-    from miarepro.attacks import AttackContext, get_attack
+    from miarepro.attacks import get_attack
 
     spec = get_attack(attack["attack"])
     params = spec.split_params(attack_params(attack))[1]  # the fit's own are in its file
     labels = io.read_arrays(dataset_path)["y"]
     split = io.read_arrays(split_path)
     by_index = {int(Path(path).stem): path for path in reference_signals}
-    loo_logits = None
     if spec.needs_loo:
         target_signals = target_signals[:1]
         loo_records, loo_logits = _loo_inputs(split, attack, loo_signals)
     frames, seconds = [], []
     for target, path in enumerate(target_signals):
-        target_logits = io.read_array(path)
-        part = splits.repetition(split, target)
-        indices = splits.reference_indices(str(split["scheme"]), target,
-                                           attack.get("n_reference", 0))
-        audit = loo_records if spec.needs_loo else part["audit"]
-        context = AttackContext(
-            labels=labels, audit=audit, population=part["population"],
-            validation=part["validation"], target_logits=target_logits,
-            target_mask=splits.training_mask(split, "target", target),
-            reference_logits=_stack([by_index[i] for i in indices], empty_like=target_logits),
-            reference_masks=np.array([splits.training_mask(split, "reference", i)
-                                      for i in indices]).reshape(len(indices), len(labels)),
-            reference_pool=part["reference_pool"], loo_logits=loo_logits,
-            fit=io.read_arrays(fit_paths[target]) if fit_paths else None,
-            target_index=target, seed=int(split["seed"]), study=study)
+        context = attack_context(attack, labels, split, target, io.read_array(path), by_index,
+                                 fit_paths[target] if fit_paths else None, nonmembers, study)
+        if spec.needs_loo:
+            context = dataclasses.replace(context, audit=loo_records, loo_logits=loo_logits)
+        audit = context.audit
         start = time.perf_counter()
         values = np.asarray(spec.fn(context, **params), dtype=np.float64)
         seconds.append(time.perf_counter() - start)
@@ -204,6 +203,29 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
                                     "member": context.target_mask[audit], "score": values}))
     io.write_table(output, pd.concat(frames, ignore_index=True))
     return seconds
+
+
+def attack_context(attack: dict[str, Any], labels: np.ndarray, split: dict[str, np.ndarray],
+                   target: int, target_logits: np.ndarray, reference_signals: dict[int, str],
+                   fit_path: str | None = None, nonmembers: str = "test",
+                   study: StudyFiles | None = None) -> Any:
+    """The :class:`~miarepro.attacks.AttackContext` of one attack instance on target ``target``;
+    ``reference_signals`` maps reference model indices to their signal files."""
+    from miarepro.attacks import AttackContext
+
+    part = splits.repetition(split, target)
+    indices = splits.reference_indices(str(split["scheme"]), target, attack.get("n_reference", 0))
+    return AttackContext(
+        labels=labels, audit=splits.audit(part, nonmembers), population=part["population"],
+        validation=part["validation"], target_logits=target_logits,
+        target_mask=splits.training_mask(split, "target", target),
+        reference_logits=_stack([reference_signals[i] for i in indices],
+                                empty_like=target_logits),
+        reference_masks=np.array([splits.training_mask(split, "reference", i)
+                                  for i in indices]).reshape(len(indices), len(labels)),
+        reference_pool=part["reference_pool"],
+        fit=io.read_arrays(fit_path) if fit_path else None,
+        target_index=target, seed=int(split["seed"]), study=study)
 
 
 def measure(scores_path: str, settings: dict[str, Any], split_path: str, output: str,
@@ -244,7 +266,8 @@ def fit_paths(results: str, study_name: str, study: dict[str, Any],
     """Per target, the fit an attack instance reads (without suffix; ``[]`` if it has none).
 
     A ``references``-scoped fit belongs to the target's reference models: one per repetition
-    of a partition study, one shared by all targets of a balanced study.
+    of a partition study, one shared by all targets of a balanced study. It lives with those
+    models (:func:`miarepro.config.reference_home`), so every study using them shares it.
     """
     from miarepro.attacks import get_attack
 
@@ -252,8 +275,11 @@ def fit_paths(results: str, study_name: str, study: dict[str, Any],
     if spec.fit is None:
         return []
     key = spec.fit_key(attack_params(attack), attack.get("n_reference", 0))
-    shared = spec.fit_scope == "references" and study["split"]["scheme"] == "balanced"
-    return [f"{results}/studies/{study_name}/fits/{key}/{0 if shared else target}"
+    scoped = spec.fit_scope == "references"
+    shared = scoped and study["split"]["scheme"] == "balanced"
+    owner = (reference_home(study_name, study, attack) if scoped
+             else model_home(study_name, study))
+    return [f"{results}/studies/{owner}/fits/{key}/{0 if shared else target}"
             for target in range(study["targets"])]
 
 

@@ -31,16 +31,22 @@ from typing import Any
 
 import numpy as np
 
-PARTS = ("target_train", "target_test", "reference_pool", "population", "validation")
+PARTS = ("target_train", "target_test", "reference_pool", "population", "validation", "ood")
 ROLES = ("target", "reference", "loo")
 STRIDE = 1000  # model index = group * STRIDE + member: repetition (references) or record (LOO)
 ROLE_IDS = {"target": 1, "reference": 2, "loo": 3}  # seed streams of the model roles
 
 
-def make_split(n_samples: int, spec: dict[str, Any], repetition: int = 0) -> dict[str, np.ndarray]:
-    """Build the split arrays of a study (of one repetition) from its ``split`` config."""
+def make_split(n_samples: int, spec: dict[str, Any], repetition: int = 0,
+               ood_start: int | None = None) -> dict[str, np.ndarray]:
+    """Build the split arrays of a study (of one repetition) from its ``split`` config.
+
+    Records from ``ood_start`` on are out-of-distribution queries (a dataset's ``ood``): no
+    part draws from them; they form the ``ood`` part, never trained on.
+    """
     scheme = spec["scheme"]
-    order = np.random.default_rng([int(spec["seed"]), repetition]).permutation(n_samples)
+    ood_start = n_samples if ood_start is None else ood_start
+    order = np.random.default_rng([int(spec["seed"]), repetition]).permutation(ood_start)
     if scheme == "partition":
         parts = _partition(order, spec["fractions"])
         parts["audit"] = np.sort(np.concatenate([parts["target_train"], parts["target_test"]]))
@@ -53,6 +59,7 @@ def make_split(n_samples: int, spec: dict[str, Any], repetition: int = 0) -> dic
         parts["audit"] = parts["reference_pool"]
     else:
         raise ValueError(f"unknown split scheme {scheme!r}; known: ['balanced', 'partition']")
+    parts["ood"] = np.arange(ood_start, n_samples)
     for name in PARTS:
         parts.setdefault(name, np.empty(0, dtype=np.int64))
     parts = {key: np.asarray(value, dtype=np.int64) for key, value in parts.items()}
@@ -72,7 +79,17 @@ def repetition(split: dict[str, np.ndarray], target: int) -> dict[str, np.ndarra
     spec = {"scheme": "partition", "seed": int(split["seed"]),
             "fractions": dict(zip(split["fraction_names"].tolist(),
                                   split["fraction_values"].tolist(), strict=True))}
-    return make_split(int(split["n_samples"]), spec, repetition=target)
+    n_samples = int(split["n_samples"])
+    ood_start = n_samples - len(split.get("ood", ()))
+    return make_split(n_samples, spec, repetition=target, ood_start=ood_start)
+
+
+def audit(part: dict[str, np.ndarray], nonmembers: str = "test") -> np.ndarray:
+    """The audited samples of one repetition: its usual audit, or (``nonmembers="ood"``) the
+    target's training set against the out-of-distribution records."""
+    if nonmembers == "test":
+        return part["audit"]
+    return np.sort(np.concatenate([part["target_train"], part["ood"]]))
 
 
 def reference_indices(scheme: str, target: int, count: int) -> list[int]:

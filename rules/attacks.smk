@@ -7,6 +7,7 @@ rule score:
         metrics="results/studies/{study}/metrics/{attack}.parquet",
     params:
         attack=lambda wc: study_config(wc)["attacks"][wc.attack],
+        nonmembers=lambda wc: study_config(wc)["nonmembers"],
         metrics=config["metrics"],
         # white-box attacks rebuild models, so they (only) rerun when the recipe changes
         whitebox=whitebox_params,

@@ -3,7 +3,7 @@ import re
 
 from miarepro.artifacts import builders as artifact_builders
 from miarepro.artifacts.results import studies_read
-from miarepro.config import attack_params
+from miarepro.config import attack_params, model_home, reference_home
 from miarepro.pipeline import fit_paths, loo_model_indices
 from miarepro.attacks import get_attack
 from miarepro.splits import reference_indices
@@ -25,50 +25,61 @@ def study_config(wildcards):
     return config["studies"][wildcards.study]
 
 
+def home(wildcards):
+    """The study directory holding this study's split and models (see ``models_from``)."""
+    return f"{RESULTS}/studies/{model_home(wildcards.study, study_config(wildcards))}"
+
+
 def dataset_file(wildcards):
     return f"{RESULTS}/datasets/{study_config(wildcards)['dataset']}.npz"
 
 
-def signal_files(study, role, indices):
-    return [f"{RESULTS}/studies/{study}/signals/{role}/{i}.npy" for i in indices]
+def model_files(study_dir, role, indices, suffix):
+    folder = "signals" if suffix == ".npy" else "models"
+    return [f"{study_dir}/{folder}/{role}/{i}{suffix}" for i in indices]
 
 
 def attack_inputs(wildcards):
     """Signals an attack instance reads: all targets, their references, its LOO models.
 
-    White-box attacks also get the model files of those models.
+    White-box attacks also get the model files of those models. Targets and leave-one-out
+    models come from the study's model home, references from the attack's reference home.
     """
     study = study_config(wildcards)
     attack = study["attacks"][wildcards.attack]
-    loo = loo_model_indices(attack.get("loo_records", 0), attack.get("loo_models", 0))
     references = sorted({i for target in range(study["targets"])
                          for i in reference_indices(study["split"]["scheme"], target,
                                                     attack.get("n_reference", 0))})
-    models = {"target": range(study["targets"]), "reference": references, "loo": loo}
-    inputs = {
-        "dataset": dataset_file(wildcards),
-        "split": f"{RESULTS}/studies/{wildcards.study}/split.npz",
-        "targets": signal_files(wildcards.study, "target", models["target"]),
-        "references": signal_files(wildcards.study, "reference", references),
-        "loo": signal_files(wildcards.study, "loo", loo),
+    own = home(wildcards)
+    models = {  # input name: (study directory, role, indices)
+        "targets": (own, "target", range(study["targets"])),
+        "references": (f"{RESULTS}/studies/{reference_home(wildcards.study, study, attack)}",
+                       "reference", references),
+        "loo": (own, "loo", loo_model_indices(attack.get("loo_records", 0),
+                                              attack.get("loo_models", 0))),
     }
+    inputs = {"dataset": dataset_file(wildcards), "split": f"{own}/split.npz",
+              **{name: model_files(*where, ".npy") for name, where in models.items()}}
     if get_attack(attack["attack"]).whitebox:
-        inputs["models"] = [f"{RESULTS}/studies/{wildcards.study}/models/{role}/{i}.pt"
-                            for role, indices in models.items() for i in indices]
+        inputs["models"] = [path for where in models.values()
+                            for path in model_files(*where, ".pt")]
     inputs["fits"] = [f"{path}.npz" for path in fit_paths(RESULTS, wildcards.study, study,
                                                            attack)]
     return inputs
 
 
 def fit_settings(wildcards):
-    """Family, fit parameters and reference count of the fit named by the wildcards."""
-    for attack in study_config(wildcards)["attacks"].values():
-        spec = get_attack(attack["attack"])
-        params = attack_params(attack)
-        if spec.fit and spec.fit_key(params, attack.get("n_reference", 0)) == wildcards.fit:
-            return {"attack": spec.name, "params": spec.split_params(params)[0],
-                    "n_reference": attack.get("n_reference", 0)}
-    raise ValueError(f"no attack of study {wildcards.study!r} needs fit {wildcards.fit!r}")
+    """Family, fit parameters and reference count of the fit named by the wildcards: the fit of
+    some attack, of any study, that lives with this study's models (see ``fit_paths``)."""
+    folder = f"{RESULTS}/studies/{wildcards.study}/fits/{wildcards.fit}/"
+    for name, study in config["studies"].items():
+        for attack in study["attacks"].values():
+            if any(path.startswith(folder) for path in fit_paths(RESULTS, name, study, attack)):
+                spec = get_attack(attack["attack"])
+                return {"attack": spec.name,
+                        "params": spec.split_params(attack_params(attack))[0],
+                        "n_reference": attack.get("n_reference", 0)}
+    raise ValueError(f"no attack needs fit {wildcards.fit!r} of study {wildcards.study!r}")
 
 
 def fit_inputs(wildcards):
@@ -90,7 +101,8 @@ def whitebox_params(wildcards):
     study = study_config(wildcards)
     if not get_attack(study["attacks"][wildcards.attack]["attack"]).whitebox:
         return {}
-    return {"model": study["model"], "training": study["training"]}
+    return {"model": study["model"], "training": study["training"],
+            "models": f"{home(wildcards)}/models"}
 
 
 def artifact_outputs():
@@ -111,5 +123,7 @@ def artifact_inputs(wildcards):
 def artifact_params(wildcards):
     """The artifact's settings and the parts of the config it reads (reruns follow edits)."""
     settings = config["artifacts"][wildcards.name]
-    return {"settings": settings, "studies": studies_read(settings, config),
+    reads_studies = "studies" in artifact_builders.BUILDERS[settings["builder"]].keys
+    return {"settings": settings,
+            "studies": studies_read(settings, config) if reads_studies else {},
             "scale": config["scale"], "metrics": config["metrics"]}

@@ -4,13 +4,12 @@ sm = snakemake  # noqa: F821 - injected by Snakemake
 logs.setup(sm)
 study = None
 if sm.params.whitebox:
-    study = pipeline.StudyFiles(sm.input.dataset, sm.input.split,
-                                f"results/studies/{sm.wildcards.study}/models",
+    study = pipeline.StudyFiles(sm.input.dataset, sm.input.split, sm.params.whitebox["models"],
                                 sm.params.whitebox["model"], sm.params.whitebox["training"])
 seconds = pipeline.score(
     sm.params.attack, sm.input.dataset, sm.input.split, list(sm.input.targets),
     list(sm.input.references), list(sm.input.loo), sm.output.scores, study=study,
-    fit_paths=list(sm.input.fits),
+    fit_paths=list(sm.input.fits), nonmembers=sm.params.nonmembers,
 )
 pipeline.measure(sm.output.scores, sm.params.metrics, sm.input.split, sm.output.metrics,
                  seconds)

@@ -165,7 +165,9 @@ class _Study:
         return i
 
 
-def test_bmia_separates_members_of_an_overfit_target():
+@pytest.fixture(scope="module")
+def fitted():
+    """An overfit target with BMIA's fit of one reference model trained on half the pool."""
     from overfit import _data
 
     from miarepro.training import train_model
@@ -178,11 +180,45 @@ def test_bmia_separates_members_of_an_overfit_target():
                           n_classes=int(y.max()) + 1, seed=0)
     arrays, info = fit_bmia(_Study(X, y, ctx.population, trained.model, train), 0)
     assert info["n_fit"] == len(train) and arrays["features"].shape == (len(y), 64)
-    context = dataclasses.replace(ctx, reference_logits=ctx.reference_logits[:1],
-                                  reference_masks=ctx.reference_masks[:1], fit=arrays)
-    member = context.target_mask[context.audit]
-    scores = get_attack("bmia").fn(context, n_samples=50)
+    return dataclasses.replace(ctx, reference_logits=ctx.reference_logits[:1],
+                               reference_masks=ctx.reference_masks[:1], fit=arrays)
+
+
+def test_bmia_separates_members_of_an_overfit_target(fitted):
+    member = fitted.target_mask[fitted.audit]
+    scores = get_attack("bmia").fn(fitted, n_samples=50)
     assert scores.shape == (N_POOL,)
     assert metrics.auc(member, scores) > 0.7
-    mc = get_attack("bmia").fn(context, n_samples=50, predictive="mc")
+    mc = get_attack("bmia").fn(fitted, n_samples=50, predictive="mc")
     assert metrics.auc(member, mc) == pytest.approx(metrics.auc(member, scores), abs=0.03)
+
+
+def test_bmia_score_is_the_t_test_of_its_reference_hinges(fitted):
+    from miarepro.attacks.bmia import reference_hinges
+
+    few = dataclasses.replace(fitted, audit=fitted.audit[:7])
+    draws = reference_hinges(few, 40, "glm")
+    target = few.target_statistic("hinge").mean(axis=0)
+    expected = stats.ttest_1samp(target[:, None] - draws, 0.0, axis=1).statistic
+    np.testing.assert_allclose(get_attack("bmia").fn(few, n_samples=40), expected)
+
+
+def test_density_picks_the_hard_nonmember_and_the_attacks_conditionals(fitted):
+    from miarepro.artifacts import density
+    from miarepro.attacks.reference import moments
+
+    hinge = np.array([5.0, 0.1, 0.2, 0.3, 9.0, 0.4, 3.0, 0.5])
+    member = np.array([True, False, False, False, True, False, False, False])
+    # non-member hinges 0.1..0.5 and 3.0: only 3.0 lies above their 95% quantile
+    assert density.hard_nonmember(hinge, member) == 6
+    one = dataclasses.replace(fitted, audit=fitted.audit[3:4])
+    draws, mean, std = density.conditional("bmia", one, {"n_samples": 30})
+    assert draws.shape == (30,) and mean == pytest.approx(draws.mean())
+    lira_ctx = dataclasses.replace(overfit_context(), audit=fitted.audit[3:4])
+    _, mean, std = density.conditional("lira", lira_ctx, {"variance": "per_example"})
+    fit = moments(lira_ctx.reference_statistic("hinge"), lira_ctx.reference_in())
+    assert (mean, std ** 2) == pytest.approx((fit.mean_out[0, 0], fit.var_out[0, 0]))
+    population, _, _ = density.conditional("marginal", fitted, {})
+    assert population.shape == fitted.population.shape
+    with pytest.raises(ValueError, match="no conditional density"):
+        density.conditional("rmia", fitted, {})

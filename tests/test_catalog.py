@@ -271,3 +271,25 @@ def test_bad_paper_values_are_rejected() -> None:
         cat.check_paper_values(broken)
     with pytest.raises(ValueError, match="duplicate"):
         cat.check_paper_values(pd.concat([raw, raw.iloc[:1]], ignore_index=True))
+
+
+def test_paper_rows_without_an_attack_instance_are_shown_as_not_run():
+    import pandas as pd
+
+    from miarepro.artifacts.builders import _rows_not_run
+    from miarepro.artifacts.catalog import implemented
+
+    assert implemented("attack_p") and implemented("lira_offline") and implemented("bmia")
+    assert not implemented("no_such_attack")
+    papers = pd.DataFrame({
+        "dataset": ["purchase100"] * 4 + ["cifar10"],
+        "attack": ["attack_p", "no_such_attack", "lira_offline", "lira_offline", "qmia"],
+        "setting": ["", "", "n=2", "n=8", ""], "metric": ["tpr@1%"] * 5,
+        "value": [1.1, 1.08, 1.87, 4.6, 1.23]})
+    study = {"paper_dataset": "purchase100", "attacks": {
+        "p": {"paper_attack": "attack_p"}, "l8": {"paper_attack": "lira_offline",
+                                                  "paper_setting": "n=8"}}}
+    rows = _rows_not_run("BMIA-T1", papers, "s", study, ["tpr@1%"])
+    shown = {(r["attack"], r["paper"], r["ours_text"]) for r in rows}
+    assert shown == {("no_such_attack", 1.08, "not implemented yet"),
+                     ("lira_offline (n=2)", 1.87, "not run in this study")}

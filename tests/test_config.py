@@ -113,7 +113,33 @@ PROBES = [
      ["artifacts.leaderboard.fprs", "not in metrics.fprs"]),
     (lambda c: c["artifacts"]["IHA-T2"].update(studies=["iha-purchse"]),
      ["artifacts.IHA-T2.studies", "did you mean 'iha-purchase'"]),
+    (lambda c: ood(c).update(models_from="bmia-mnst"),
+     ["studies.bmia-mnist-ood.models_from", "did you mean 'bmia-mnist'"]),
+    (lambda c: ood(c).update(dataset="mnist-ood"),
+     ["studies.bmia-mnist-ood.dataset", "comes from models_from study 'bmia-mnist'"]),
+    (lambda c: c["studies"].update(again={**ood(c), "models_from": "bmia-mnist-ood"}),
+     ["studies.again.models_from", "name that study instead"]),
+    (lambda c: c["datasets"]["mnist-ood"].pop("ood"),
+     ["studies.bmia-mnist-ood.nonmembers", "has no ood records"]),
+    (lambda c: c["datasets"]["mnist-ood"].update(ood={"source": "digits", "layot": "mnist"}),
+     ["datasets.mnist-ood", "ood:", "did you mean 'layout'"]),
+    (lambda c: c["studies"]["bmia-mnist-mlp"]["split"].update(seed=1),
+     ["bmia-mnist.attacks.bmia-ref-mlp.reference_study", "another split"]),
+    (lambda c: c["studies"]["bmia-mnist"]["attacks"]["bmia-ref-mlp"].update(
+        reference_study="bmia-purchase"), ["bmia-ref-mlp.reference_study", "another dataset"]),
+    (lambda c: c["artifacts"]["BMIA-F4"]["attacks"].append("bmia-ref-cnn"),
+     ["artifacts.BMIA-F4.attacks", "'bmia-ref-cnn'"]),
+    (lambda c: c["artifacts"]["BMIA-F4"].update(metrics=["auc", "tpr@1%"]),
+     ["artifacts.BMIA-F4.metrics", "one metric"]),
+    (lambda c: c["artifacts"]["BMIA-F2"].update(studies=["bmia-mnist", "bmia-purchase"]),
+     ["artifacts.BMIA-F2.studies", "one study"]),
+    (lambda c: c["artifacts"]["BMIA-F2"].pop("attacks"), ["artifacts.BMIA-F2.attacks",
+                                                          "required"]),
 ]
+
+
+def ood(c):
+    return c["studies"]["bmia-mnist-ood"]
 
 
 @pytest.mark.parametrize(("edit", "words"), PROBES)
@@ -126,6 +152,18 @@ def test_bad_configs_fail_naming_the_key_and_the_fix(default, edit, words):
     assert message.startswith("config key "), message
     for word in words:
         assert word in message, (word, message)
+
+
+def test_a_study_with_models_from_audits_the_same_models():
+    validated = cfg.validate(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))
+    source, derived = validated["studies"]["bmia-mnist"], validated["studies"]["bmia-mnist-ood"]
+    for key in cfg.INHERITED:
+        assert derived[key] == source[key], key
+    assert cfg.model_home("bmia-mnist-ood", derived) == "bmia-mnist"
+    assert cfg.reference_home("bmia-mnist-ood", derived, derived["attacks"]["bmia"]) == \
+        "bmia-mnist"
+    mlp = source["attacks"]["bmia-ref-mlp"]
+    assert cfg.reference_home("bmia-mnist", source, mlp) == "bmia-mnist-mlp"
 
 
 def test_attack_params_are_what_the_workflow_does_not_consume():

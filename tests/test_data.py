@@ -17,6 +17,7 @@ from miarepro.data import (
     require_file,
     subsample,
     tabular_archives,
+    with_ood,
 )
 
 EMBEDDED = {
@@ -136,6 +137,51 @@ def test_toy_sin_follows_the_recipe(loaded):
     assert np.abs(y - np.sin(1.2 * x)).max() < 0.06  # noise sd 0.01
     assert np.mean(np.abs(x) < 1) < 0.05  # two modes at ±3, empty middle
     assert 0.4 < np.mean(x > 0) < 0.6
+
+
+def test_digits_in_mnist_layout_fill_mnist_s_centre_box(loaded):
+    framed = load_dataset({"source": "digits", "layout": "mnist"})
+    assert framed.X.shape == (1797, 1, 28, 28) and framed.X.dtype == np.float32
+    assert framed.X[:, :, :4].max() == 0 and framed.X[:, :, :, -4:].max() == 0
+    np.testing.assert_array_equal(framed.y, loaded["digits"].y)
+    # each digit keeps its ink: mean intensity of the 20x20 box tracks the 8x8 original
+    box = framed.X[:, 0, 4:24, 4:24].mean(axis=(1, 2))
+    assert np.corrcoef(box, loaded["digits"].X.mean(axis=(1, 2, 3)))[0, 1] > 0.95
+
+
+def test_ood_records_come_after_the_dataset(loaded):
+    both = load_dataset({"source": "mnist_subset", "ood": {"source": "digits",
+                                                           "layout": "mnist"}})
+    assert len(both) == 5000 + 1797 and both.meta["ood_start"] == 5000
+    np.testing.assert_array_equal(both.X[:5000], loaded["mnist_subset"].X)
+    assert both.meta["ood"]["layout"] == "mnist"
+    with pytest.raises(ValueError, match="does not match"):
+        with_ood(loaded["mnist_subset"], loaded["digits"])
+    with pytest.raises(ValueError, match=r"ood: .*did you mean 'layout'"):
+        check_spec({"source": "mnist_subset", "ood": {"source": "digits", "layot": "x"}})
+    with pytest.raises(ValueError, match="without an ood of its own"):
+        check_spec({"source": "digits", "ood": {"source": "digits", "ood": {}}})
+
+
+def test_cinic10_reads_class_folders_and_leaves_out_cifar_images(tmp_path):
+    from PIL import Image
+
+    from miarepro.data.cinic import CLASSES
+
+    with pytest.raises(DatasetUnavailable, match=r"CINIC-10\.tar\.gz"):
+        load_dataset({"source": "cinic10"}, root=tmp_path)
+    rng = np.random.default_rng(0)
+    for label in (2, 9):  # bird, truck
+        folder = tmp_path / "cinic10" / "test" / CLASSES[label]
+        folder.mkdir(parents=True)
+        for stem in (f"n0{label}_1", f"n0{label}_2", f"cifar10-test-{label}-7"):
+            Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(
+                folder / f"{stem}.png")
+    imagenet = load_dataset({"source": "cinic10"}, root=tmp_path)
+    assert imagenet.X.shape == (4, 3, 32, 32) and list(imagenet.y) == [2, 2, 9, 9]
+    assert 0.0 <= imagenet.X.min() and imagenet.X.max() <= 1.0
+    assert len(load_dataset({"source": "cinic10", "imagenet_only": False},
+                            root=tmp_path)) == 6
 
 
 def test_relabel_odd_even(loaded):

@@ -96,3 +96,21 @@ def test_bad_specs_fail_with_the_key():
                                "fractions": {"target_train": 0.7, "target_test": 0.7}})
     with pytest.raises(ValueError, match="unknown split scheme"):
         splits.make_split(10, {"scheme": "nope", "seed": 0})
+
+
+def test_ood_records_are_never_trained_on_and_audited_only_as_nonmembers():
+    plain = splits.make_split(1000, BMIA)
+    split = splits.make_split(1300, BMIA, ood_start=1000)
+    for name in ("target_train", "target_test", "reference_pool", "population"):
+        np.testing.assert_array_equal(split[name], plain[name])  # adding ood moves nothing
+    np.testing.assert_array_equal(split["ood"], np.arange(1000, 1300))
+    for role, index in (("target", 0), ("reference", 1), ("target", 2)):
+        assert splits.training_indices(split, role, index).max() < 1000
+    second = splits.repetition(split, 2)
+    np.testing.assert_array_equal(second["ood"], split["ood"])
+    np.testing.assert_array_equal(second["target_train"],
+                                  splits.repetition(plain, 2)["target_train"])
+    audit = splits.audit(split, "ood")
+    member = splits.training_mask(split, "target", 0)[audit]
+    assert member.sum() == 200 and (audit[~member] >= 1000).all() and (~member).sum() == 300
+    np.testing.assert_array_equal(splits.audit(split), split["audit"])

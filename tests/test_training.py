@@ -46,6 +46,9 @@ def test_augmented_queries_shape_and_plain_query_first():
     ({"arch": "resnet", "depth": 20}, (3, 32, 32)),
     ({"arch": "resnet", "depth": 10}, (3, 32, 32)),
     ({"arch": "densenet", "depth": 121}, (3, 32, 32)),
+    ({"arch": "resnet", "depth": 50, "wide": True}, (3, 32, 32)),
+    ({"arch": "mobile", "variant": "mobilenet_v2"}, (3, 32, 32)),
+    ({"arch": "mobile", "variant": "efficientnet_b0"}, (3, 32, 32)),
 ])
 def test_architectures_produce_logits(spec, shape):
     import torch
@@ -57,6 +60,8 @@ def test_architectures_produce_logits(spec, shape):
 def test_unknown_architecture_names_known_ones():
     with pytest.raises(ValueError, match="known"):
         build_model({"arch": "transformer"}, (3,), 2)
+    with pytest.raises(ValueError, match="only for depth 50"):
+        build_model({"arch": "resnet", "depth": 18, "wide": True}, (3, 32, 32), 2)
 
 
 def test_mse_loss_and_adam_train():

@@ -19,7 +19,9 @@ TINY = {
     "scale": "miniature",
     "metrics": {"fprs": [0.01, 0.1], "bootstrap": 200},
     "datasets": {"tiny": {"source": "purchase_like", "n_samples": 600, "n_features": 60,
-                          "n_classes": 10, "seed": 0}},
+                          "n_classes": 10, "seed": 0,
+                          "ood": {"source": "purchase_like", "n_samples": 150,
+                                  "n_features": 60, "n_classes": 10, "seed": 5}}},
     "studies": {
         "part": {
             "paper": "bmia", "paper_dataset": "purchase100", "dataset": "tiny", "targets": 2,
@@ -37,7 +39,25 @@ TINY = {
                 "naive": {"attack": "naive"},
                 "bmia": {"attack": "bmia", "n_reference": 1, "n_samples": 20,
                          "paper_attack": "bmia", "paper_setting": "n=1"},
+                "bmia-ref-wide": {"attack": "bmia", "n_reference": 1, "n_samples": 20,
+                                  "reference_study": "wide"},
             },
+        },
+        "part-ood": {  # part's models, audited with out-of-distribution non-members
+            "paper": "bmia", "models_from": "part", "nonmembers": "ood",
+            "attacks": {"attack-p": {"attack": "marginal", "statistic": "hinge"},
+                        "bmia": {"attack": "bmia", "n_reference": 1, "n_samples": 20}},
+        },
+        "wide": {  # another architecture on part's split (BMIA Figure 4)
+            "paper": "bmia", "dataset": "tiny",
+            "split": {"scheme": "partition", "seed": 0,
+                      "fractions": {"target_train": 0.2, "target_test": 0.2,
+                                    "reference_pool": 0.4, "population": 0.2}},
+            "model": {"arch": "mlp", "widths": [128]},
+            "training": {"epochs": 8, "lr": 0.1, "batch_size": 32},
+            "attacks": {"bmia": {"attack": "bmia", "n_reference": 1, "n_samples": 20},
+                        "bmia-ref-part": {"attack": "bmia", "n_reference": 1, "n_samples": 20,
+                                          "reference_study": "part"}},
         },
         "bal": {
             "paper": "iha", "dataset": "tiny", "targets": 2,
@@ -55,6 +75,9 @@ TINY = {
         "BMIA-F3a": {"builder": "sweep", "studies": ["part"], "attacks": ["bmia"],
                      "x": "n_samples", "series": "hessian", "metrics": ["tpr@10%", "seconds"]},
         "ROC-part": {"builder": "roc", "studies": ["part"]},
+        "BMIA-F2": {"builder": "density", "studies": ["part"], "attacks": ["attack-p", "bmia"]},
+        "BMIA-F4": {"builder": "grid", "studies": ["part", "wide"], "metrics": ["tpr@10%"],
+                    "attacks": ["bmia", "bmia-ref-wide", "bmia-ref-part"]},
     },
 }
 
@@ -100,7 +123,7 @@ def test_outputs_exist_with_expected_content(workflow):
     assert sorted(scores["target"].unique()) == [0, 1]
     assert 0.3 < scores["member"].mean() < 0.7
     board = pd.read_csv(results / "artifacts/leaderboard.csv")
-    assert set(board["study"]) == {"part", "bal"} and board["auc"].between(0, 1).all()
+    assert set(board["study"]) == set(TINY["studies"]) and board["auc"].between(0, 1).all()
     table = pd.read_csv(results / "artifacts/BMIA-T1.csv")
     attack_p = table[(table["paper_attack"] == "attack_p") & (table["metric"] == "tpr@1%")]
     assert attack_p["paper"].iloc[0] == pytest.approx(1.10)  # BMIA Table 1, Purchase100
@@ -132,7 +155,9 @@ def test_editing_one_attack_reruns_only_that_attack_and_its_artifacts(workflow):
     edited = copy.deepcopy(TINY)
     edited["studies"]["part"]["attacks"]["attack-p"]["statistic"] = "loss"
     jobs = planned_jobs(workflow, edited)
-    assert jobs == {"score": 1, "table": 3, "figure": 1, "index": 1, "all": 1}, jobs
+    # the leaderboard, Table 1 and the claims read its scores; the ROC and the density
+    # figure (which draws attack-p's distribution) read its settings
+    assert jobs == {"score": 1, "table": 3, "figure": 2, "index": 1, "all": 1}, jobs
     (wildcards,) = planned_wildcards(workflow, edited, "score")
     assert "study=part" in wildcards and "attack=attack-p" in wildcards
 
@@ -182,11 +207,45 @@ def test_one_artifact_runs_only_the_jobs_it_needs(tmp_path):
     table = output.split("Job stats:")[-1]
     jobs = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)
             if m.group(1) != "total"}
-    # one dataset and split, the two targets of study "part" and BMIA's reference model of
-    # each, the two Laplace fits, its three attacks, the table
-    assert jobs == {"dataset": 1, "split": 1, "train": 4, "fit": 2, "score": 3,
+    # one dataset, the two targets of study "part" and BMIA's reference model of each, the
+    # reference models of study "wide" that bmia-ref-wide uses (and their split), four
+    # Laplace fits, the four attacks of "part", the table
+    assert jobs == {"dataset": 1, "split": 2, "train": 6, "fit": 4, "score": 4,
                     "table": 1}, jobs
     assert "study=bal" not in output
+
+
+def test_a_derived_study_audits_the_source_models_with_ood_nonmembers(workflow):
+    results = workflow / "results" / "studies"
+    assert not (results / "part-ood" / "models").exists()
+    assert not (results / "part-ood" / "fits").exists()  # BMIA's fit is part's
+    scores = pd.read_parquet(results / "part-ood" / "scores" / "bmia.parquet")
+    own = pd.read_parquet(results / "part" / "scores" / "bmia.parquet")
+    for target in (0, 1):
+        ours, theirs = scores[scores.target == target], own[own.target == target]
+        assert set(ours[ours.member]["sample"]) == set(theirs[theirs.member]["sample"])
+        assert set(ours[~ours.member]["sample"]) == set(range(600, 750))  # the ood records
+    table = (workflow / "results" / "artifacts" / "claims.md").read_text()
+    assert "part-ood" in table
+
+
+def test_references_of_another_architecture_are_fitted_where_they_live(workflow):
+    results = workflow / "results" / "studies"
+    fits = sorted(p.name for p in (results / "wide" / "fits").glob("*/*.npz"))
+    assert fits == ["0.npz", "1.npz"], fits  # one per repetition of part (wide's own is 0)
+    assert sorted((results / "wide" / "models" / "reference").glob("*.pt"))
+    assert (workflow / "results" / "artifacts" / "BMIA-F4.png").stat().st_size > 0
+    assert (workflow / "results" / "artifacts" / "BMIA-F2.png").stat().st_size > 0
+
+
+def test_retraining_another_architecture_reruns_what_uses_its_references(workflow):
+    edited = copy.deepcopy(TINY)
+    edited["studies"]["wide"]["training"]["epochs"] = 9
+    jobs = planned_jobs(workflow, edited)
+    # wide's target and the reference models of both repetitions, their Laplace fits, and
+    # the three BMIA instances that read them: wide's own two and part's bmia-ref-wide
+    assert jobs.get("train") == 3 and jobs.get("fit") == 2 and jobs.get("score") == 3, jobs
+    assert all("study=wide" in w for w in planned_wildcards(workflow, edited, "train"))
 
 
 def test_white_box_handle_rebuilds_the_saved_models(workflow):
@@ -210,9 +269,13 @@ def test_same_config_gives_identical_scores(workflow, tmp_path):
     import numpy as np
 
     shutil.copytree(workflow / "results", tmp_path / "first")
-    run(workflow, TINY, "--forceall")
-    for first in sorted((tmp_path / "first" / "studies").rglob("*.parquet")):
-        second = workflow / "results" / first.relative_to(tmp_path / "first")
+    rerun = [f"studies/{study}/{kind}/{attack}.parquet" for kind in ("scores", "metrics")
+             for study, attack in (("part", "bmia"), ("part", "bmia-ref-wide"),
+                                   ("part-ood", "attack-p"))]
+    # everything these need is recomputed: the dataset, splits, models of two studies, fits
+    run(workflow, TINY, "--forceall", *[f"results/{path}" for path in rerun])
+    for path in rerun:
+        first, second = tmp_path / "first" / path, workflow / "results" / path
         pd.testing.assert_frame_equal(pd.read_parquet(first).drop(columns="score_seconds",
                                                                   errors="ignore"),
                                       pd.read_parquet(second).drop(columns="score_seconds",
@@ -292,21 +355,28 @@ def test_after_kill_9_a_rerun_recomputes_only_the_interrupted_jobs(tmp_path):
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
     cards = tmp_path / "results" / "studies"
-    deadline = time.monotonic() + 240
-    while not list(cards.glob("*/models/*/*.json")) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    time.sleep(1.0)  # let the next training job start, then kill everything mid-flight
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+
+    def wait_for(condition):
+        deadline = time.monotonic() + 240
+        while not condition() and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    wait_for(lambda: list(cards.glob("*/models/*/*.json")))
     done = {str(p.relative_to(tmp_path)).removesuffix(".json")
             for p in cards.glob("*/models/*/*.json")}
     assert done, "no model finished before the kill"
+    # once a job that was not running yet has written its log, Snakemake has recorded the
+    # finished models as complete: kill everything then, mid-flight
+    logs = set((tmp_path / "logs").rglob("*.log"))
+    wait_for(lambda: set((tmp_path / "logs").rglob("*.log")) - logs)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
     subprocess.run([*command, "--unlock"], capture_output=True, check=True)
     planned = subprocess.run([*command, "--dry-run"], capture_output=True, text=True,
                              check=True).stdout
     replanned = {f"results/studies/{s}/models/{r}/{i}" for s, r, i in re.findall(
         r"wildcards: study=(\w+), role=(\w+), index=(\d+)", planned)}
     assert replanned and not replanned & done, (replanned, done)
-    subprocess.run(command, capture_output=True, check=True)
+    subprocess.run([*command, "--cores", "2"], capture_output=True, check=True)
     leftovers = [p for p in (tmp_path / "results").rglob(".*") if p.is_file()]
     assert leftovers == [] and (tmp_path / "results/artifacts/index.md").exists()

@@ -17,9 +17,10 @@ import pandas as pd
 
 from miarepro import io, uncertainty
 from miarepro.artifacts import results as res
-from miarepro.artifacts.catalog import paper_number, paper_value
+from miarepro.artifacts.catalog import implemented, paper_number, paper_value
 from miarepro.artifacts.regime import regime_markdown, regime_rows
 from miarepro.artifacts.results import RESULTS, studies_of, studies_read
+from miarepro.config import model_home, reference_home
 
 SUFFIXES = {"table": (".csv", ".md"), "figure": (".png", ".pdf")}
 #: The papers' compute column (BMIA-T1's "Time"): ours is the minutes of training the models an
@@ -33,6 +34,8 @@ class Builder:
     build: Callable[[str, dict[str, Any], dict[str, Any], str], None]
     description: str
     keys: tuple[str, ...] = ("studies",)  # the settings it reads besides ``builder``
+    #: the files it reads, if not the attacks' scores and metrics (:func:`inputs`)
+    inputs: Callable[[str, dict[str, Any], dict[str, Any]], list[str]] | None = None
 
     def outputs(self, results: str, name: str, config: dict[str, Any]) -> list[str]:
         return [f"{results}/artifacts/{name}{suffix}" for suffix in SUFFIXES[self.kind]]
@@ -41,16 +44,19 @@ class Builder:
 def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
     """What an artifact reads: per attack its scores, metrics and score benchmark, and the
     cards of the models it used (compute columns) and of the targets (regime)."""
+    builder = BUILDERS[settings["builder"]]
+    if builder.inputs is not None:
+        return builder.inputs(results, settings, config)
     files = []
     for study, study_config in studies_read(settings, config).items():
         for attack in study_config["attacks"]:
             files += [str(res.score_path(results, study, attack)),
                       str(res.metrics_path(results, study, attack)),
                       f"{results}/benchmarks/{study}/score-{attack}.tsv"]
-            files += [_card(results, study, role, i) for role, i in _models_used(study_config,
-                                                                                 attack)]
+            files += _model_cards(results, study, study_config, attack)
             files += _fit_cards(results, study, study_config, attack)[:1]
-        files += [str(res.target_card(results, study, t)) for t in range(study_config["targets"])]
+        home = model_home(study, study_config)
+        files += [str(res.target_card(results, home, t)) for t in range(study_config["targets"])]
     return sorted(set(files), key=files.index)
 
 
@@ -132,8 +138,12 @@ def _models_used(study_config: dict[str, Any], attack_name: str) -> list[tuple[s
     return [("reference", i) for i in references] + [("loo", i) for i in loo]
 
 
-def _card(results: str, study: str, role: str, index: int) -> str:
-    return f"{results}/studies/{study}/models/{role}/{index}.json"
+def _model_cards(results: str, study: str, study_config: dict, attack: str) -> list[str]:
+    """Cards of the attack-side models of :func:`_models_used`, wherever they live."""
+    homes = {"reference": reference_home(study, study_config, study_config["attacks"][attack]),
+             "loo": model_home(study, study_config)}
+    return [f"{results}/studies/{homes[role]}/models/{role}/{index}.json"
+            for role, index in _models_used(study_config, attack)]
 
 
 def _fit_cards(results: str, study: str, study_config: dict, attack: str) -> list[str]:
@@ -146,8 +156,7 @@ def _fit_cards(results: str, study: str, study_config: dict, attack: str) -> lis
 def _compute_seconds(results: str, study: str, attack: str, study_config: dict) -> float:
     """Scoring seconds plus training seconds of the models and fit the attack needs (target 0)."""
     bench = pd.read_csv(f"{results}/benchmarks/{study}/score-{attack}.tsv", sep="\t")
-    cards = [io.read_json(_card(results, study, role, i))
-             for role, i in _models_used(study_config, attack)]
+    cards = [io.read_json(path) for path in _model_cards(results, study, study_config, attack)]
     fits = [io.read_json(path) for path in _fit_cards(results, study, study_config, attack)[:1]]
     return round(float(bench["s"].iloc[0]) + sum(c["train_seconds"] for c in cards)
                  + sum(c["fit_seconds"] for c in fits), 2)
@@ -202,10 +211,12 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
                     "ours_text": (f"{row[metric]:.2f}" if metric == COMPUTE
                                   else res.format_estimate(row, metric)),
                 })
+        rows += _rows_not_run(name, papers, study, study_config, metrics)
     table = pd.DataFrame(rows)
     io.write_table(prefix + ".csv", table.drop(columns="ours_text"))
     wide = pd.DataFrame([
-        {"study": key[0], "attack": key[1], "members / non-members": f"{key[2]} / {key[3]}",
+        {"study": key[0], "attack": key[1],
+         "members / non-members": f"{key[2]} / {key[3]}" if key[2] else "—",
          **{f"{row['metric']} ({who})": row[column] for row in group.to_dict("records")
             for who, column in (("ours", "ours_text"), ("paper", "paper"))}}
         for key, group in table.groupby(["study", "attack", "n_members", "n_nonmembers"],
@@ -221,6 +232,29 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
              *regime_markdown(regime_rows(config, studies)), "", "## Results", "", *notes, "",
              _markdown(wide), ""]
     io.write_text(prefix + ".md", "\n".join(lines))
+
+
+def _rows_not_run(name: str, papers: pd.DataFrame, study: str, study_config: dict[str, Any],
+                  metrics: list[str]) -> list[dict[str, Any]]:
+    """The paper's rows for the study's dataset that none of its attack instances reproduces,
+    with the paper's numbers and why ours are missing, so a table never hides a row."""
+    dataset = study_config.get("paper_dataset")
+    done = {(a.get("paper_attack"), a.get("paper_setting") or "")
+            for a in study_config["attacks"].values()}
+    printed = papers[(papers["dataset"] == dataset) & papers["metric"].isin(metrics)]
+    rows = []
+    for (attack, setting), group in printed.groupby(["attack", "setting"], sort=False):
+        if (attack, setting) in done:
+            continue
+        why = "not run in this study" if implemented(attack) else "not implemented yet"
+        values = dict(zip(group["metric"], group["value"], strict=True))
+        rows += [{"artifact": name, "paper_dataset": dataset, "study": study,
+                  "attack": f"{attack} ({setting})" if setting else attack,
+                  "paper_attack": attack, "setting": setting, "metric": metric,
+                  "ours": float("nan"), "resolvable": False, "n_members": 0,
+                  "n_nonmembers": 0, "paper": values.get(metric), "ours_text": why}
+                 for metric in metrics]
+    return rows
 
 
 def claims(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
@@ -243,6 +277,33 @@ def sweep_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
     figures.sweep_figure(name, settings, config, prefix)
 
 
+def grid_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
+                prefix: str) -> None:
+    from miarepro.artifacts import figures
+
+    figures.grid_figure(name, settings, config, prefix)
+
+
+def density_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
+                   prefix: str) -> None:
+    from miarepro.artifacts import density
+
+    density.density_figure(name, settings, config, prefix)
+
+
+def density_inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    from miarepro.artifacts import density
+
+    return density.inputs(results, settings, config)
+
+
+def toy_regression_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
+                          prefix: str) -> None:
+    from miarepro.artifacts import toy_regression
+
+    toy_regression.toy_regression_figure(name, settings, config, prefix)
+
+
 BUILDERS: dict[str, Builder] = {
     "leaderboard": Builder("table", leaderboard, "cross-paper leaderboard", ("studies", "fprs")),
     "claims": Builder("table", claims, "the papers' claims: holds / fails / inconclusive"),
@@ -251,6 +312,15 @@ BUILDERS: dict[str, Builder] = {
     "roc": Builder("figure", roc_figure, "log-log ROC curves", ("studies", "attacks", "title")),
     "sweep": Builder("figure", sweep_figure, "a metric against one attack parameter",
                      ("studies", "attacks", "x", "series", "metrics", "title")),
+    "grid": Builder("figure", grid_figure, "a metric for every target x reference model pair",
+                    ("studies", "attacks", "metrics", "title")),
+    "density": Builder("figure", density_figure, "one hard non-member's score densities and "
+                       "thresholds per attack", ("studies", "attacks", "title"),
+                       inputs=density_inputs),
+    "toy_regression": Builder("figure", toy_regression_figure, "BMIA's toy regression: "
+                              "quantile regression vs a Laplace BNN",
+                              ("n_samples", "seed", "title", "deviations"),
+                              inputs=lambda *_: []),
 }
 
 

@@ -158,6 +158,19 @@ def _paper_values() -> pd.DataFrame:
     return check_paper_values(frame)
 
 
+#: Paper attack names (``paper_values.csv``) that an attack family of another name implements;
+#: every other paper attack is implemented by the family of its own name, if registered.
+FAMILY_OF = {"attack_p": "marginal", "loss": "marginal", "yeom": "marginal", "marginal":
+             "marginal", "lira_offline": "lira", "lira_online": "lira", "shadow_bb": "shadow"}
+
+
+def implemented(paper_attack: str) -> bool:
+    """Whether some registered attack family reproduces this paper attack."""
+    from miarepro.attacks import REGISTRY
+
+    return FAMILY_OF.get(paper_attack, paper_attack) in REGISTRY
+
+
 def paper_values(artifact: str | None = None) -> pd.DataFrame:
     """The papers' numbers, all or one artifact's (empty for an artifact with none).
 
@@ -200,5 +213,6 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and pd.isna(value))
 
 
-__all__ = ["ARTIFACT_IDS", "ID_PATTERN", "load_catalog", "paper_number", "paper_value",
+__all__ = ["ARTIFACT_IDS", "FAMILY_OF", "ID_PATTERN", "implemented", "load_catalog",
+           "paper_number", "paper_value",
            "paper_values", "paper_values_of", "parse_catalog"]

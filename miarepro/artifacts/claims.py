@@ -3,7 +3,10 @@
 ``claims/<paper>.yaml`` lists each claim: an ordering of two attacks at one metric
 (``greater``), an equivalence within a stated margin (``close``: "no significant difference"),
 a bound on one attack (``at_least`` / ``at_most``) or on the ratio of two (``ratio_at_least``),
-the artifact that shows it and the paper datasets it is made for. Attacks
+or that an attack does best with reference models of the target's own architecture
+(``matched_best``: it beats the strongest of the study's instances of the same attack that
+take their references from another study), the artifact that shows it and the paper datasets
+it is made for. Attacks
 are named as in the papers' tables (``paper_attack`` and ``paper_setting`` of a study's attack
 instances), so one claims file serves the miniature and the full-scale configurations alike.
 The paper's own numbers come from ``paper_values.csv``; nothing is typed in twice.
@@ -31,7 +34,7 @@ from miarepro.artifacts import results as res
 from miarepro.uncertainty import Estimate
 
 CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
-KINDS = ("greater", "close", "at_least", "at_most", "ratio_at_least")
+KINDS = ("greater", "close", "at_least", "at_most", "ratio_at_least", "matched_best")
 KEYS = {"id", "artifact", "statement", "metric", "kind", "a", "b", "value", "datasets"}
 
 
@@ -67,7 +70,7 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
         if kind not in KINDS:
             raise ValueError(f"{where}: kind {kind!r}; known: {list(KINDS)}")
         needs_b = kind in ("greater", "close", "ratio_at_least")
-        needs_value = kind != "greater"
+        needs_value = kind not in ("greater", "matched_best")
         if needs_b != ("b" in entry) or needs_value != ("value" in entry):
             raise ValueError(f"{where}: kind {kind!r} needs "
                              + ("a, b" if needs_b else "a") + (" and value" if needs_value else ""))
@@ -87,7 +90,7 @@ def load_claims(paper: str) -> tuple[Claim, ...]:
 
 
 def _compare(kind: str, a: float, b: float | None, value: float | None) -> bool:
-    if kind == "greater":
+    if kind in ("greater", "matched_best"):
         return a > b
     if kind == "close":
         return abs(a - b) <= value
@@ -101,8 +104,9 @@ def _compare(kind: str, a: float, b: float | None, value: float | None) -> bool:
 def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimate]:
     """(holds / fails / inconclusive, the compared quantity) from paired estimates."""
     scale = 100.0 if "@" in claim.metric else 1.0  # claim values are in the paper's units
-    if claim.kind in ("greater", "close"):
-        quantity, threshold = a - b, 0.0 if claim.kind == "greater" else claim.value / scale
+    kind = "greater" if claim.kind == "matched_best" else claim.kind  # against its best rival
+    if kind in ("greater", "close"):
+        quantity, threshold = a - b, 0.0 if kind == "greater" else claim.value / scale
     elif claim.kind == "ratio_at_least":
         quantity, threshold = a.ratio(b), claim.value
     else:
@@ -110,12 +114,12 @@ def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimat
     if not quantity.resolvable:
         return "inconclusive", quantity
     low, high = quantity.interval()
-    if claim.kind == "greater":
+    if kind == "greater":
         holds, fails = low > threshold, high < threshold
-    elif claim.kind == "close":  # the whole interval within +-margin, or wholly outside it
+    elif kind == "close":  # the whole interval within +-margin, or wholly outside it
         holds = -threshold <= low and high <= threshold
         fails = low > threshold or high < -threshold
-    elif claim.kind == "at_most":
+    elif kind == "at_most":
         holds, fails = high <= threshold, low > threshold
     else:
         holds, fails = low >= threshold, high < threshold
@@ -137,6 +141,18 @@ def find_attack(study_config: dict[str, Any], spec: dict[str, str]) -> str | Non
     return None
 
 
+def strongest_rival(study: str, study_config: dict[str, Any], claim: Claim) -> str | None:
+    """For ``matched_best``: the study's instance of the claim's attack, with reference models
+    of another study (architecture), that scores highest on the claim's metric."""
+    rivals = [name for name, attack in study_config["attacks"].items()
+              if attack.get("reference_study")
+              and attack.get("paper_attack") == claim.a["attack"]]
+    if not rivals:
+        return None
+    return max(rivals, key=lambda name: res.attack_estimates(res.RESULTS, study,
+                                                             name)[claim.metric].value)
+
+
 def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
     """One row per (claim, study) the configuration can evaluate."""
     rows = []
@@ -149,6 +165,8 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
             names = [find_attack(study_config, claim.a)]
             if claim.b is not None:
                 names.append(find_attack(study_config, claim.b))
+            elif claim.kind == "matched_best":
+                names.append(strongest_rival(study, study_config, claim))
             paper = [claim_paper_value(claim, dataset, spec)
                      for spec in ([claim.a] + ([claim.b] if claim.b else []))]
             artifact_path = f"results/artifacts/{artifact_file(claim.artifact)}"
@@ -165,8 +183,10 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                          for n in names]
             outcome, quantity = verdict(claim, estimates[0],
                                         estimates[1] if len(estimates) > 1 else None)
+            rival = (f"; strongest rival: {study_config['attacks'][names[1]].get('label')}"
+                     if claim.kind == "matched_best" else "")
             rows.append({**row, "verdict": outcome,
-                         "ours": _describe(claim, estimates, quantity),
+                         "ours": _describe(claim, estimates, quantity) + rival,
                          "quantity": quantity.value, "quantity_low": quantity.interval()[0],
                          "quantity_high": quantity.interval()[1]})
     return pd.DataFrame(rows)

@@ -1,4 +1,5 @@
-"""Figure builders: log-log ROC curves and parameter sweeps, as PNG and PDF."""
+"""Figure builders: log-log ROC curves, parameter sweeps, architecture grids and one sample's
+non-member score densities, as PNG and PDF."""
 
 from __future__ import annotations
 
@@ -141,3 +142,60 @@ def sweep_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
             axis.legend(title=settings.get("series"), fontsize=7)
     figure.suptitle(textwrap.fill(f"{settings.get('title', name)} [{study}]", 90), fontsize=9)
     _save(figure, prefix)
+
+
+def grid_figure(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
+    """BMIA Figure 4: a metric for every (target, reference) architecture pair, as a heatmap.
+
+    Rows are the listed studies (one target architecture each); an attack of a row takes its
+    reference model from its ``reference_study`` (the column) or, without one, from its own
+    study (the diagonal). Cells show the estimate and its 95% interval; a row's best cell is
+    framed, and the title counts the rows whose matched reference is best, the paper's claim.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    from miarepro.config import reference_home
+
+    studies = studies_of(settings, config)
+    (metric,) = settings["metrics"]
+    scale = 100.0 if "@" in metric else 1.0
+    values = pd.DataFrame(np.nan, index=studies, columns=studies)
+    text = pd.DataFrame("", index=studies, columns=studies)
+    for study in studies:
+        study_config = config["studies"][study]
+        for attack in settings["attacks"]:
+            if attack not in study_config["attacks"]:
+                continue
+            column = reference_home(study, study_config, study_config["attacks"][attack])
+            row = res.estimate_columns(metric, res.attack_estimates(RESULTS, study,
+                                                                    attack)[metric])
+            text.loc[study, column] = res.format_estimate(row, metric).replace(" [", "\n[")
+            if row[f"{metric}_resolvable"]:
+                values.loc[study, column] = scale * row[metric]
+    labels = [_model_label(config["studies"][s]["model"]) for s in studies]
+    best = values.idxmax(axis=1)
+    matched = sum(best[s] == s for s in studies if values.loc[s].notna().any())
+    sns.set_theme(style="white", context="paper")
+    figure, axis = plt.subplots(figsize=(1.6 * len(studies) + 2.2, 1.2 * len(studies) + 1.4))
+    sns.heatmap(values, annot=text.to_numpy(), fmt="", cmap="viridis", ax=axis,
+                xticklabels=labels, yticklabels=labels, annot_kws={"fontsize": 7},
+                cbar_kws={"label": f"{metric}" + (" (%)" if scale == 100 else "")})
+    for k, study in enumerate(studies):
+        if values.loc[study].notna().any():
+            axis.add_patch(plt.Rectangle((studies.index(best[study]), k), 1, 1, fill=False,
+                                         edgecolor="red", lw=2))
+    axis.set(xlabel="reference architecture", ylabel="target architecture")
+    figure.suptitle(textwrap.fill(
+        f"{settings.get('title', name)}: the matched reference is best (red frame) for "
+        f"{matched} of {len(studies)} targets", 80), fontsize=9)
+    _save(figure, prefix)
+
+
+def _model_label(model: dict[str, Any]) -> str:
+    extras = [str(v) if not isinstance(v, list) else "-".join(map(str, v))
+              for k, v in model.items() if k not in ("arch", "activation")]
+    return " ".join([model["arch"], *extras])

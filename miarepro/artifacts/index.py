@@ -11,8 +11,10 @@ from miarepro.artifacts.builders import BUILDERS
 def status(artifact_id: str, entry: dict[str, Any], config: dict[str, Any]) -> str:
     if artifact_id in config["artifacts"]:
         settings = config["artifacts"][artifact_id]
-        studies = settings.get("studies", list(config["studies"]))
-        deviations = sorted({d for s in studies for d in config["studies"][s]["deviations"]})
+        reads_studies = "studies" in BUILDERS[settings["builder"]].keys
+        studies = settings.get("studies", list(config["studies"])) if reads_studies else []
+        deviations = sorted({d for s in studies for d in config["studies"][s]["deviations"]}
+                            | set(settings.get("deviations", [])))
         covered = sorted({config["studies"][s].get("paper_dataset") or s for s in studies})
         scope = f" for {', '.join(covered)}" if entry["needs"] else ""
         rest = f"; the rest needs {', '.join(entry['needs'])}" if entry["needs"] else ""

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from miarepro import io, metrics, uncertainty
+from miarepro.config import model_home
 
 RESULTS = "results"  # relative to the workflow's working directory
 
@@ -32,7 +33,8 @@ def studies_read(settings: dict[str, Any], config: dict[str, Any]) -> dict[str, 
         study_config = config["studies"][study]
         if "attacks" in settings:
             study_config = {**study_config, "attacks": {
-                name: study_config["attacks"][name] for name in settings["attacks"]}}
+                name: study_config["attacks"][name] for name in settings["attacks"]
+                if name in study_config["attacks"]}}
         studies[study] = study_config
     return studies
 
@@ -133,7 +135,8 @@ def format_estimate(row: dict[str, Any] | pd.Series, metric: str) -> str:
 
 def regime(results: str, study: str, study_config: dict[str, Any]) -> dict[str, Any]:
     """The target's accuracy (mean over targets) and the study's calibration reference."""
-    cards = [io.read_json(target_card(results, study, t)) for t in range(study_config["targets"])]
+    home = model_home(study, study_config)
+    cards = [io.read_json(target_card(results, home, t)) for t in range(study_config["targets"])]
     train = float(np.mean([c["train_accuracy"] for c in cards]))
     test = float(np.mean([c["test_accuracy"] for c in cards]))
     settings = study_config.get("regime", {})

@@ -7,6 +7,7 @@ from miarepro.attacks import (  # noqa: F401
     lira,
     loo,
     marginal,
+    qmia,
     rmia,
     shadow,
 )

@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from miarepro.data import embedded, synthetic, tabular_archives, torchvision_sets
+from miarepro.data import cinic, embedded, synthetic, tabular_archives, torchvision_sets
 from miarepro.data.dataset import Dataset
 from miarepro.data.download import DatasetUnavailable, fetch, require_file
 from miarepro.options import check_value, evaluated_annotation, unknown
 
 __all__ = ["COMMON_OPTIONS", "SOURCES", "Dataset", "DatasetUnavailable", "check_spec", "fetch",
-           "load_dataset", "relabel", "require_file", "subsample"]
+           "load_dataset", "relabel", "require_file", "subsample", "with_ood"]
 
 SOURCES: dict[str, Callable[..., Dataset]] = {
     # embedded: shipped with installed packages, offline
@@ -44,11 +44,12 @@ SOURCES: dict[str, Callable[..., Dataset]] = {
     "fashion_mnist": torchvision_sets.fashion_mnist,
     "purchase100": tabular_archives.purchase100,
     "texas100": tabular_archives.texas100,
+    "cinic10": cinic.cinic10,
 }
 
 #: Spec keys handled here for every source, with their defaults.
 COMMON_OPTIONS: dict[str, Any] = {"subsample": None, "subsample_seed": 0, "relabel": None,
-                                   "calibration": None}
+                                   "calibration": None, "ood": None}
 RELABELINGS = ("odd_even",)
 #: Records of the sources whose size no parameter sets (the config check sizes splits with it).
 KNOWN_SIZES = {"digits": 1797, "breast_cancer": 569, "mnist_subset": 5000, "cifar10": 60000,
@@ -82,11 +83,22 @@ def _split_spec(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str,
         check_value(value, evaluated_annotation(SOURCES[source], parameters[key]), key)
     if common["relabel"] is not None and common["relabel"] not in RELABELINGS:
         raise ValueError(unknown("relabel", common["relabel"], RELABELINGS))
+    if common["ood"] is not None:
+        if not isinstance(common["ood"], Mapping) or "ood" in common["ood"]:
+            raise ValueError("ood must be one dataset spec (without an ood of its own), "
+                             f"got {common['ood']!r}")
+        try:
+            _split_spec(common["ood"])
+        except ValueError as error:
+            raise ValueError(f"ood: {error}") from None
     return source, options, common
 
 
 def expected_size(spec: Mapping[str, Any]) -> int | None:
-    """How many records ``spec`` gives, without loading it (None if unknown)."""
+    """How many in-distribution records ``spec`` gives, without loading it (None if unknown).
+
+    Splits draw from these; ``ood`` records come after them and are only ever queried.
+    """
     source, options, common = _split_spec(spec)
     if common["subsample"] is not None:
         return int(common["subsample"])
@@ -116,7 +128,27 @@ def load_dataset(spec: Mapping[str, Any], root: str | os.PathLike[str] = "data")
     if common["calibration"] is not None:  # what a stand-in was calibrated against (card only)
         dataset = dataclasses.replace(dataset, meta={**dataset.meta,
                                                      "calibration": common["calibration"]})
+    if common["ood"] is not None:
+        dataset = with_ood(dataset, load_dataset(common["ood"], root))
     return dataset
+
+
+def with_ood(dataset: Dataset, ood: Dataset) -> Dataset:
+    """``dataset`` followed by out-of-distribution records of the same classes and shape.
+
+    No model ever trains on the appended records (splits draw from the first
+    ``meta["ood_start"]`` records only); a study auditing with ``nonmembers: ood`` queries
+    them as non-members, as BMIA Table 2 queries CINIC-10 images against a CIFAR-10 target.
+    """
+    if (ood.task, ood.n_classes, ood.input_shape) != (dataset.task, dataset.n_classes,
+                                                       dataset.input_shape):
+        raise ValueError(f"ood {ood.name!r} ({ood.task}, {ood.n_classes} classes, shape "
+                         f"{ood.input_shape}) does not match {dataset.name!r} ({dataset.task}, "
+                         f"{dataset.n_classes} classes, shape {dataset.input_shape})")
+    return dataclasses.replace(
+        dataset, X=np.concatenate([dataset.X, ood.X]), y=np.concatenate([dataset.y, ood.y]),
+        name=f"{dataset.name}+{ood.name}",
+        meta={**dataset.meta, "ood_start": len(dataset), "ood": ood.meta})
 
 
 def relabel(dataset: Dataset, scheme: str) -> Dataset:
