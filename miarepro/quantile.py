@@ -39,7 +39,7 @@ def pinball(predictions: Any, target: Any, taus: Any) -> Any:
 class QuantileRecipe:
     """How the regressor trains: AdamW with gradient clipping at 1.0 (the authors' code)."""
 
-    epochs: int = 30
+    epochs: int = 15
     lr: float = 1e-3
     weight_decay: float = 1e-4
     batch_size: int = 64

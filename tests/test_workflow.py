@@ -41,6 +41,7 @@ TINY = {
                          "paper_attack": "bmia", "paper_setting": "n=1"},
                 "bmia-ref-wide": {"attack": "bmia", "n_reference": 1, "n_samples": 20,
                                   "reference_study": "wide"},
+                "qmia": {"attack": "qmia", "epochs": 2, "paper_attack": "qmia"},
             },
         },
         "part-ood": {  # part's models, audited with out-of-distribution non-members
@@ -194,6 +195,14 @@ def test_editing_a_fit_parameter_refits_without_retraining(workflow):
     assert jobs.get("fit") == 2 and jobs.get("score") == 1 and "train" not in jobs, jobs
 
 
+def test_editing_qmia_s_training_refits_its_regressors_only(workflow):
+    edited = copy.deepcopy(TINY)
+    edited["studies"]["part"]["attacks"]["qmia"]["epochs"] = 3
+    jobs = planned_jobs(workflow, edited)
+    # one regressor per target, then QMIA's scores and the tables that read them
+    assert jobs.get("fit") == 2 and jobs.get("score") == 1 and "train" not in jobs, jobs
+
+
 def test_fits_are_shared_by_attacks_with_the_same_fit_parameters(workflow):
     edited = copy.deepcopy(TINY)
     edited["studies"]["part"]["attacks"]["bmia-mc"] = {
@@ -209,8 +218,8 @@ def test_one_artifact_runs_only_the_jobs_it_needs(tmp_path):
             if m.group(1) != "total"}
     # one dataset, the two targets of study "part" and BMIA's reference model of each, the
     # reference models of study "wide" that bmia-ref-wide uses (and their split), four
-    # Laplace fits, the four attacks of "part", the table
-    assert jobs == {"dataset": 1, "split": 2, "train": 6, "fit": 4, "score": 4,
+    # Laplace fits and QMIA's two (one per target), the five attacks of "part", the table
+    assert jobs == {"dataset": 1, "split": 2, "train": 6, "fit": 6, "score": 5,
                     "table": 1}, jobs
     assert "study=bal" not in output
 
@@ -271,7 +280,7 @@ def test_same_config_gives_identical_scores(workflow, tmp_path):
     shutil.copytree(workflow / "results", tmp_path / "first")
     rerun = [f"studies/{study}/{kind}/{attack}.parquet" for kind in ("scores", "metrics")
              for study, attack in (("part", "bmia"), ("part", "bmia-ref-wide"),
-                                   ("part-ood", "attack-p"))]
+                                   ("part", "qmia"), ("part-ood", "attack-p"))]
     # everything these need is recomputed: the dataset, splits, models of two studies, fits
     run(workflow, TINY, "--forceall", *[f"results/{path}" for path in rerun])
     for path in rerun:
