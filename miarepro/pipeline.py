@@ -11,12 +11,15 @@ import dataclasses
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from miarepro import io, splits
 from miarepro.config import attack_params, model_home, reference_home
+
+if TYPE_CHECKING:
+    from miarepro.attacks import AttackContext
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +211,7 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
 def attack_context(attack: dict[str, Any], labels: np.ndarray, split: dict[str, np.ndarray],
                    target: int, target_logits: np.ndarray, reference_signals: dict[int, str],
                    fit_path: str | None = None, nonmembers: str = "test",
-                   study: StudyFiles | None = None) -> Any:
+                   study: StudyFiles | None = None) -> AttackContext:
     """The :class:`~miarepro.attacks.AttackContext` of one attack instance on target ``target``;
     ``reference_signals`` maps reference model indices to their signal files."""
     from miarepro.attacks import AttackContext
