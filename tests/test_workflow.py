@@ -134,10 +134,14 @@ def test_outputs_exist_with_expected_content(workflow):
     assert at_ten["ours_low"].iloc[0] <= at_ten["ours"].iloc[0] <= at_ten["ours_high"].iloc[0]
     markdown = (results / "artifacts/BMIA-T1.md").read_text()
     assert "n/r" in markdown and "## Regime" in markdown and "a tiny reference" in markdown
+    # the paper's rows without an attack instance here are listed, not dropped
+    assert "| part | lira_offline (n=8) | — |" in markdown and "not run in this study" in markdown
     claims = pd.read_csv(results / "artifacts/claims.csv")
-    # the tiny study has BMIA but no LiRA / RMIA / Attack-R: only BMIA vs Attack-P is checked
-    assert set(claims.loc[claims["claim"] != "BMIA-C11", "verdict"]) == {"not run"}
-    assert claims.loc[claims["claim"] == "BMIA-C11", "verdict"].iloc[0] != "not run"
+    # the tiny study has BMIA, QMIA and Attack-P but no LiRA / RMIA / Attack-R: only BMIA
+    # against Attack-P and against QMIA is checked
+    checked = claims["claim"].isin(["BMIA-C11", "BMIA-C26"])
+    assert set(claims.loc[~checked, "verdict"]) == {"not run"}
+    assert "not run" not in set(claims.loc[checked, "verdict"]) and checked.sum() == 2
     assert "claims.md" in (results / "artifacts/index.md").read_text()
     index = (results / "artifacts/index.md").read_text()
     assert "| BMIA-T1 |" in index
