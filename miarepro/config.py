@@ -172,9 +172,10 @@ def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> N
     if study["nonmembers"] == "ood":
         if study["split"]["scheme"] != "partition":
             raise _fail(f"{where}.nonmembers", "ood non-members need a 'partition' split")
-        if config["datasets"][study["dataset"]].get("ood") is None:
+        spec = config["datasets"][study["dataset"]]
+        if spec.get("ood") is None and spec.get("ood_rotation") is None:
             raise _fail(f"{where}.nonmembers", f"dataset {study['dataset']!r} has no ood "
-                        "records (give it an 'ood' dataset spec)")
+                        "records (give it an 'ood' dataset spec or an ood_rotation)")
     baseline = study.get("regime", {}).get("baseline")
     if baseline is not None and baseline not in study["attacks"]:
         raise _fail(f"{where}.regime.baseline", unknown("attack", baseline, study["attacks"]))

@@ -40,8 +40,9 @@ def make_dataset(spec: dict[str, Any], data_dir: str, output: str) -> None:
 def make_split(dataset_path: str, spec: dict[str, Any], output: str) -> None:
     n_samples = len(io.read_arrays(dataset_path)["y"])
     card = io.read_json(Path(dataset_path).with_suffix(".json"))
-    io.write_arrays(output, **splits.make_split(n_samples, spec,
-                                                ood_start=card["meta"].get("ood_start")))
+    io.write_arrays(output, **splits.make_split(
+        n_samples, spec, ood_start=card["meta"].get("ood_start"),
+        ood_aligned=card["meta"].get("ood_aligned", False)))
 
 
 def model_seed(base_seed: int, role: str, index: int) -> int:

@@ -38,11 +38,12 @@ ROLE_IDS = {"target": 1, "reference": 2, "loo": 3}  # seed streams of the model 
 
 
 def make_split(n_samples: int, spec: dict[str, Any], repetition: int = 0,
-               ood_start: int | None = None) -> dict[str, np.ndarray]:
+               ood_start: int | None = None, ood_aligned: bool = False) -> dict[str, np.ndarray]:
     """Build the split arrays of a study (of one repetition) from its ``split`` config.
 
     Records from ``ood_start`` on are out-of-distribution queries (a dataset's ``ood``): no
-    part draws from them; they form the ``ood`` part, never trained on.
+    part draws from them; they form the ``ood`` part, never trained on. ``ood_aligned``: they
+    are copies of the records before them, in the same order (``ood_rotation``).
     """
     scheme = spec["scheme"]
     ood_start = n_samples if ood_start is None else ood_start
@@ -60,6 +61,7 @@ def make_split(n_samples: int, spec: dict[str, Any], repetition: int = 0,
     else:
         raise ValueError(f"unknown split scheme {scheme!r}; known: ['balanced', 'partition']")
     parts["ood"] = np.arange(ood_start, n_samples)
+    parts["ood_aligned"] = np.array(bool(ood_aligned))
     for name in PARTS:
         parts.setdefault(name, np.empty(0, dtype=np.int64))
     parts = {key: np.asarray(value, dtype=np.int64) for key, value in parts.items()}
@@ -81,15 +83,18 @@ def repetition(split: dict[str, np.ndarray], target: int) -> dict[str, np.ndarra
                                   split["fraction_values"].tolist(), strict=True))}
     n_samples = int(split["n_samples"])
     ood_start = n_samples - len(split.get("ood", ()))
-    return make_split(n_samples, spec, repetition=target, ood_start=ood_start)
+    return make_split(n_samples, spec, repetition=target, ood_start=ood_start,
+                      ood_aligned=bool(split.get("ood_aligned", False)))
 
 
 def audit(part: dict[str, np.ndarray], nonmembers: str = "test") -> np.ndarray:
     """The audited samples of one repetition: its usual audit, or (``nonmembers="ood"``) the
-    target's training set against the out-of-distribution records."""
+    target's training set against the out-of-distribution records: all of them, or for copies
+    of the dataset's own records, the copies of the target's test records."""
     if nonmembers == "test":
         return part["audit"]
-    return np.sort(np.concatenate([part["target_train"], part["ood"]]))
+    ood = part["ood"][part["target_test"]] if part["ood_aligned"] else part["ood"]
+    return np.sort(np.concatenate([part["target_train"], ood]))
 
 
 def reference_indices(scheme: str, target: int, count: int) -> list[int]:

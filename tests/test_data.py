@@ -163,6 +163,32 @@ def test_ood_records_come_after_the_dataset(loaded):
         check_spec({"source": "digits", "ood": {"source": "digits", "ood": {}}})
 
 
+def test_rotated_copies_follow_the_dataset_in_order(loaded):
+    from miarepro.data import with_rotated_copies
+
+    digits = loaded["digits"]
+    both = with_rotated_copies(digits, 15)
+    n = len(digits)
+    assert len(both) == 2 * n and both.meta["ood_start"] == n and both.meta["ood_aligned"]
+    np.testing.assert_array_equal(both.y[n:], digits.y)
+    np.testing.assert_array_equal(both.X[:n], digits.X)
+    copies, originals = both.X[n:], digits.X
+    assert not np.allclose(copies, originals) and 0 <= copies.min() and copies.max() <= 1
+    # a mild shift: each copy still resembles its own original more than another image
+    def similarity(a, b):
+        return np.mean([np.corrcoef(x.ravel(), z.ravel())[0, 1]
+                        for x, z in zip(a, b, strict=True)])
+
+    assert similarity(copies[:50], originals[:50]) > similarity(copies[:50],
+                                                                originals[1:51]) + 0.2
+    with pytest.raises(ValueError, match="needs images"):
+        with_rotated_copies(loaded["breast_cancer"], 15)
+    with pytest.raises(ValueError, match="either ood"):
+        check_spec({"source": "digits", "ood_rotation": 10, "ood": {"source": "digits"}})
+    with pytest.raises(ValueError, match="ood_rotation"):
+        check_spec({"source": "digits", "ood_rotation": 0})
+
+
 def test_cinic10_reads_class_folders_and_leaves_out_cifar_images(tmp_path):
     from PIL import Image
 

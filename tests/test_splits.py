@@ -114,3 +114,14 @@ def test_ood_records_are_never_trained_on_and_audited_only_as_nonmembers():
     member = splits.training_mask(split, "target", 0)[audit]
     assert member.sum() == 200 and (audit[~member] >= 1000).all() and (~member).sum() == 300
     np.testing.assert_array_equal(splits.audit(split), split["audit"])
+
+
+def test_aligned_ood_copies_audit_only_the_copies_of_test_records():
+    split = splits.make_split(2000, BMIA, ood_start=1000, ood_aligned=True)
+    audit = splits.audit(split, "ood")
+    member = splits.training_mask(split, "target", 0)[audit]
+    np.testing.assert_array_equal(np.sort(audit[~member]), np.sort(split["target_test"] + 1000))
+    again = splits.repetition(split, 1)
+    assert bool(again["ood_aligned"])
+    np.testing.assert_array_equal(np.sort(splits.audit(again, "ood")[200:]),
+                                  np.sort(again["target_test"] + 1000))

@@ -16,17 +16,18 @@ import inspect
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from miarepro.data import cinic, embedded, synthetic, tabular_archives, torchvision_sets
 from miarepro.data.dataset import Dataset
 from miarepro.data.download import DatasetUnavailable, fetch, require_file
-from miarepro.options import check_value, evaluated_annotation, unknown
+from miarepro.options import Range, check_value, evaluated_annotation, unknown
 
 __all__ = ["COMMON_OPTIONS", "SOURCES", "Dataset", "DatasetUnavailable", "check_spec", "fetch",
-           "load_dataset", "relabel", "require_file", "subsample", "with_ood"]
+           "load_dataset", "relabel", "require_file", "subsample", "with_ood",
+           "with_rotated_copies"]
 
 SOURCES: dict[str, Callable[..., Dataset]] = {
     # embedded: shipped with installed packages, offline
@@ -49,7 +50,7 @@ SOURCES: dict[str, Callable[..., Dataset]] = {
 
 #: Spec keys handled here for every source, with their defaults.
 COMMON_OPTIONS: dict[str, Any] = {"subsample": None, "subsample_seed": 0, "relabel": None,
-                                   "calibration": None, "ood": None}
+                                   "calibration": None, "ood": None, "ood_rotation": None}
 RELABELINGS = ("odd_even",)
 #: Records of the sources whose size no parameter sets (the config check sizes splits with it).
 KNOWN_SIZES = {"digits": 1797, "breast_cancer": 569, "mnist_subset": 5000, "cifar10": 60000,
@@ -83,6 +84,11 @@ def _split_spec(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str,
         check_value(value, evaluated_annotation(SOURCES[source], parameters[key]), key)
     if common["relabel"] is not None and common["relabel"] not in RELABELINGS:
         raise ValueError(unknown("relabel", common["relabel"], RELABELINGS))
+    if common["ood"] is not None and common["ood_rotation"] is not None:
+        raise ValueError("give either ood (another dataset) or ood_rotation (rotated copies)")
+    if common["ood_rotation"] is not None:
+        check_value(common["ood_rotation"], Annotated[float, Range(0, 180, low_open=True)],
+                    "ood_rotation")
     if common["ood"] is not None:
         if not isinstance(common["ood"], Mapping) or "ood" in common["ood"]:
             raise ValueError("ood must be one dataset spec (without an ood of its own), "
@@ -130,6 +136,8 @@ def load_dataset(spec: Mapping[str, Any], root: str | os.PathLike[str] = "data")
                                                      "calibration": common["calibration"]})
     if common["ood"] is not None:
         dataset = with_ood(dataset, load_dataset(common["ood"], root))
+    if common["ood_rotation"] is not None:
+        dataset = with_rotated_copies(dataset, float(common["ood_rotation"]))
     return dataset
 
 
@@ -149,6 +157,31 @@ def with_ood(dataset: Dataset, ood: Dataset) -> Dataset:
         dataset, X=np.concatenate([dataset.X, ood.X]), y=np.concatenate([dataset.y, ood.y]),
         name=f"{dataset.name}+{ood.name}",
         meta={**dataset.meta, "ood_start": len(dataset), "ood": ood.meta})
+
+
+def with_rotated_copies(dataset: Dataset, degrees: float) -> Dataset:
+    """``dataset`` followed by a copy of every image rotated by ``degrees``, alternately
+    clockwise and anticlockwise: a mild, tunable distribution shift of the same classes.
+
+    The copy of record ``i`` is record ``ood_start + i`` (``meta["ood_aligned"]``), so a study
+    auditing with ``nonmembers: ood`` queries the copies of its target's *test* records only:
+    copies of training records would still be members in all but name.
+    """
+    from scipy import ndimage
+
+    if dataset.X.ndim != 4:
+        raise ValueError(f"ood_rotation needs images, {dataset.name!r} has shape "
+                         f"{dataset.X.shape[1:]}")
+    copies = np.empty_like(dataset.X)
+    for sign, rows in ((1, slice(0, None, 2)), (-1, slice(1, None, 2))):
+        copies[rows] = ndimage.rotate(dataset.X[rows], sign * degrees, axes=(2, 3),
+                                      reshape=False, order=1)
+    return dataclasses.replace(
+        dataset, X=np.concatenate([dataset.X, np.clip(copies, 0.0, 1.0)]),
+        y=np.concatenate([dataset.y, dataset.y]), name=f"{dataset.name}+rotated",
+        meta={**dataset.meta, "ood_start": len(dataset), "ood_aligned": True,
+              "ood": {"description": f"every image rotated by {degrees:g} degrees, "
+                                     "alternately clockwise and anticlockwise (bilinear)"}})
 
 
 def relabel(dataset: Dataset, scheme: str) -> Dataset:
