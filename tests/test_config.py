@@ -123,10 +123,15 @@ PROBES = [
      ["studies.bmia-mnist-ood.dataset", "comes from models_from study 'bmia-mnist'"]),
     (lambda c: c["studies"].update(again={**ood(c), "models_from": "bmia-mnist-ood"}),
      ["studies.again.models_from", "name that study instead"]),
-    (lambda c: c["datasets"]["mnist-ood"].pop("ood"),
+    (lambda c: c["datasets"]["mnist-ood"].pop("ood_rotation"),
      ["studies.bmia-mnist-ood.nonmembers", "has no ood records"]),
-    (lambda c: c["datasets"]["mnist-ood"].update(ood={"source": "digits", "layot": "mnist"}),
+    (lambda c: (c["datasets"]["mnist-ood"].pop("ood_rotation"), c["datasets"]["mnist-ood"].update(
+        ood={"source": "digits", "layot": "mnist"})),
      ["datasets.mnist-ood", "ood:", "did you mean 'layout'"]),
+    (lambda c: c["datasets"]["mnist-ood"].update(ood_rotation=200),
+     ["datasets.mnist-ood", "ood_rotation", "outside"]),
+    (lambda c: c["datasets"]["mnist-ood"].update(ood={"source": "digits"}),
+     ["datasets.mnist-ood", "either ood"]),
     (lambda c: c["studies"]["bmia-mnist-mlp"]["split"].update(seed=1),
      ["bmia-mnist.attacks.bmia-ref-mlp.reference_study", "another split"]),
     (lambda c: c["studies"]["bmia-mnist"]["attacks"]["bmia-ref-mlp"].update(
