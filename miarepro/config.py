@@ -97,15 +97,20 @@ def _inherit_models(config: dict[str, Any]) -> None:
         where, source = f"studies.{name}", study["models_from"]
         if source not in studies:
             raise _fail(f"{where}.models_from", unknown("study", source, studies))
-        if "models_from" in studies[source]:
-            raise _fail(f"{where}.models_from", f"study {source!r} takes its models from "
-                        f"{studies[source]['models_from']!r}; name that study instead")
+        _require_own_models(f"{where}.models_from", source, studies[source])
         for key in INHERITED:
             if key in study:
                 raise _fail(f"{where}.{key}", f"comes from models_from study {source!r}; "
                             "remove it here")
             if key in studies[source]:
                 study[key] = copy.deepcopy(studies[source][key])
+
+
+def _require_own_models(where: str, name: str, study: dict[str, Any]) -> None:
+    """Models are borrowed from the study that trains them, never through a second study."""
+    if "models_from" in study:
+        raise _fail(where, f"study {name!r} takes its models from {study['models_from']!r}; "
+                    "name that study instead")
 
 
 def attack_params(entry: dict[str, Any]) -> dict[str, Any]:
@@ -193,9 +198,7 @@ def _check_reference_study(at: str, study: dict[str, Any], entry: dict[str, Any]
     if other not in config["studies"]:
         raise _fail(f"{at}.reference_study", unknown("study", other, config["studies"]))
     source = config["studies"][other]
-    if "models_from" in source:
-        raise _fail(f"{at}.reference_study", f"study {other!r} takes its models from "
-                    f"{source['models_from']!r}; name that study instead")
+    _require_own_models(f"{at}.reference_study", other, source)
     for key in ("dataset", "split"):
         if source[key] != study[key]:
             raise _fail(f"{at}.reference_study", f"study {other!r} has another {key} "

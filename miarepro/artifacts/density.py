@@ -29,22 +29,35 @@ QUANTILE = 0.95  # the chosen non-member's hinge beats this fraction of non-memb
 
 def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
     """The files the figure reads: data, split, target 0's signals, references and fits."""
+    (study,) = studies_of(settings, config)
+    study_config = config["studies"][study]
+    files = list(_study_files(results, study, study_config))
+    for name in settings["attacks"]:
+        references, fit = _attack_files(results, study, study_config,
+                                        study_config["attacks"][name])
+        files += [*references.values(), *([fit] if fit else [])]
+    return files
+
+
+def _study_files(results: str, study: str, study_config: dict[str, Any]) -> tuple[str, ...]:
+    """(dataset, split, target 0's signals) of a study."""
+    home = f"{results}/studies/{model_home(study, study_config)}"
+    return (f"{results}/datasets/{study_config['dataset']}.npz", f"{home}/split.npz",
+            f"{home}/signals/target/0.npy")
+
+
+def _attack_files(results: str, study: str, study_config: dict[str, Any],
+                  attack: dict[str, Any]) -> tuple[dict[int, str], str | None]:
+    """Target 0's reference signal files of an attack, by model index, and its fit file."""
     from miarepro.pipeline import fit_paths
     from miarepro.splits import reference_indices
 
-    (study,) = studies_of(settings, config)
-    study_config = config["studies"][study]
-    home = f"{results}/studies/{model_home(study, study_config)}"
-    files = [f"{results}/datasets/{study_config['dataset']}.npz", f"{home}/split.npz",
-             f"{home}/signals/target/0.npy"]
-    for name in settings["attacks"]:
-        attack = study_config["attacks"][name]
-        references = reference_indices(study_config["split"]["scheme"], 0,
-                                       attack.get("n_reference", 0))
-        where = f"{results}/studies/{reference_home(study, study_config, attack)}"
-        files += [f"{where}/signals/reference/{i}.npy" for i in references]
-        files += [f"{path}.npz" for path in fit_paths(results, study, study_config, attack)[:1]]
-    return files
+    where = f"{results}/studies/{reference_home(study, study_config, attack)}"
+    references = reference_indices(study_config["split"]["scheme"], 0,
+                                   attack.get("n_reference", 0))
+    fits = fit_paths(results, study, study_config, attack)[:1]
+    return ({i: f"{where}/signals/reference/{i}.npy" for i in references},
+            f"{fits[0]}.npz" if fits else None)
 
 
 def conditional(family: str, ctx: Any, params: dict[str, Any]) -> tuple[np.ndarray, float, float]:
@@ -84,35 +97,27 @@ def hard_nonmember(hinge: np.ndarray, member: np.ndarray) -> int:
 
 def density_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
                    prefix: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    from miarepro.artifacts.figures import _save
+    from miarepro.artifacts.figures import _save, pyplot
     from miarepro.attacks import get_attack
-    from miarepro.pipeline import attack_context, fit_paths
+    from miarepro.pipeline import attack_context
 
+    plt, sns = pyplot()
     (study,) = studies_of(settings, config)
     study_config = config["studies"][study]
-    files = inputs(RESULTS, settings, config)
-    labels = io.read_arrays(files[0])["y"]
-    split = io.read_arrays(files[1])
-    target_logits = io.read_array(files[2])
-    signals = {int(path.rsplit("/", 1)[1][:-4]): path for path in files
-               if "/signals/reference/" in path}
+    dataset, split_path, target = _study_files(RESULTS, study, study_config)
+    labels = io.read_arrays(dataset)["y"]
+    split = io.read_arrays(split_path)
+    target_logits = io.read_array(target)
     sample, target_score = None, None
-    sns.set_theme(style="whitegrid", context="paper")
     figure, axis = plt.subplots(figsize=(7.5, 4.0))
     palette = sns.color_palette("colorblind", len(settings["attacks"]))
     for colour, attack_name in zip(palette, settings["attacks"], strict=True):
         attack = study_config["attacks"][attack_name]
         family = attack["attack"]
         params = {**get_attack(family).defaults(), **attack_params(attack)}
-        fit = fit_paths(RESULTS, study, study_config, attack)[:1]
-        ctx = attack_context(attack, labels, split, 0, target_logits, signals,
-                             f"{fit[0]}.npz" if fit else None, study_config["nonmembers"])
+        references, fit = _attack_files(RESULTS, study, study_config, attack)
+        ctx = attack_context(attack, labels, split, 0, target_logits, references, fit,
+                             study_config["nonmembers"])
         if sample is None:
             hinge = ctx.target_statistic("hinge").mean(axis=0)
             position = hard_nonmember(hinge, ctx.target_mask[ctx.audit])

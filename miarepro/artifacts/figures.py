@@ -14,6 +14,18 @@ from miarepro.artifacts import results as res
 from miarepro.artifacts.results import RESULTS, studies_of
 
 
+def pyplot(style: str = "whitegrid") -> tuple[Any, Any]:
+    """(matplotlib.pyplot, seaborn) on the headless backend, with the figures' common theme."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(style=style, context="paper")
+    return plt, sns
+
+
 def _save(figure: Any, prefix: str) -> None:
     import matplotlib.pyplot as plt
 
@@ -26,14 +38,8 @@ def _save(figure: Any, prefix: str) -> None:
 
 def roc_figure(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
     """Log-log ROC curves (low-FPR regime, as Carlini et al. advocate), one panel per study."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
+    plt, sns = pyplot()
     studies = studies_of(settings, config)
-    sns.set_theme(style="whitegrid", context="paper")
     figure, axes = plt.subplots(1, len(studies), figsize=(7.2 * len(studies), 4.2), squeeze=False)
     for axis, study in zip(axes[0], studies, strict=True):
         study_config = config["studies"][study]
@@ -79,12 +85,6 @@ def sweep_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
     intervals; ``seconds`` plots the attack's own scoring time. A numeric ``x`` gives lines, a
     categorical one grouped bars. Points the audit cannot resolve are left out and listed.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
     from miarepro.attacks import get_attack
 
     (study,) = studies_of(settings, config)
@@ -111,7 +111,7 @@ def sweep_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
     table = pd.DataFrame(rows)
     numeric = pd.api.types.is_numeric_dtype(table["x"])
     ticks = list(dict.fromkeys(table["x"]))  # categories in the order the attacks are listed
-    sns.set_theme(style="whitegrid", context="paper")
+    plt, sns = pyplot()
     metrics = list(settings["metrics"])
     figure, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6),
                                 squeeze=False)
@@ -152,12 +152,6 @@ def grid_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pre
     study (the diagonal). Cells show the estimate and its 95% interval; a row's best cell is
     framed, and the title counts the rows whose matched reference is best, the paper's claim.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
     from miarepro.config import reference_home
 
     studies = studies_of(settings, config)
@@ -179,7 +173,7 @@ def grid_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pre
     labels = [_model_label(config["studies"][s]["model"]) for s in studies]
     best = values.idxmax(axis=1)
     matched = sum(best[s] == s for s in studies if values.loc[s].notna().any())
-    sns.set_theme(style="white", context="paper")
+    plt, sns = pyplot("white")
     figure, axis = plt.subplots(figsize=(1.6 * len(studies) + 2.2, 1.2 * len(studies) + 1.4))
     sns.heatmap(values, annot=text.to_numpy(), fmt="", cmap="viridis", ax=axis,
                 xticklabels=labels, yticklabels=labels, annot_kws={"fontsize": 7},
