@@ -23,7 +23,10 @@ WORKFLOW_KEYS = frozenset(
 )
 #: Settings an artifact builder cannot do without.
 REQUIRED_SETTINGS = {"paper_table": ("metrics",), "sweep": ("studies", "attacks", "x", "metrics"),
-                     "grid": ("studies", "attacks", "metrics"), "density": ("studies", "attacks")}
+                     "grid": ("studies", "attacks", "metrics"), "density": ("studies", "attacks"),
+                     "search_table": ("studies", "attacks"), "fit_costs": ("studies", "attacks")}
+#: Builders whose ``attacks`` need only be in some of their studies.
+ATTACKS_IN_SOME_STUDY = ("grid", "search_table", "fit_costs")
 #: What a study with ``models_from`` takes from its source: the models and how they were made.
 INHERITED = ("dataset", "split", "model", "training", "targets", "queries")
 
@@ -148,6 +151,11 @@ def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> N
         check_architecture(study["model"], f"{where}.model")
     except ValueError as error:
         raise ConfigError(f"config key {error}") from None
+    if study["model"]["arch"] == "catboost":
+        whitebox = [a for a, e in study["attacks"].items() if get_attack(e["attack"]).whitebox]
+        if whitebox:
+            raise _fail(f"{where}.attacks.{whitebox[0]}", "a white-box attack needs a torch "
+                        "model; this study's models are catboost")
     sizes = _split_sizes(where, study, config)
     for attack_name, entry in study["attacks"].items():
         at = f"{where}.attacks.{attack_name}"
@@ -292,9 +300,11 @@ def _check_artifacts(config: dict[str, Any]) -> None:
             if study not in config["studies"]:
                 raise _fail(f"{where}.studies", unknown("study", study, config["studies"]))
         for attack in settings.get("attacks", []):
-            # a grid's rows each hold some of its attacks; other builders need all in each
+            # a grid's rows (a fit table's studies) each hold some of its attacks; other
+            # builders need all in each
             holders = [s for s in studies if attack in config["studies"][s]["attacks"]]
-            if not holders or (settings["builder"] != "grid" and len(holders) < len(studies)):
+            if not holders or (settings["builder"] not in ATTACKS_IN_SOME_STUDY
+                               and len(holders) < len(studies)):
                 study = next(s for s in studies if s not in holders)
                 raise _fail(f"{where}.attacks", unknown(
                     "attack", attack, config["studies"][study]["attacks"],
@@ -306,9 +316,9 @@ def _check_measured(settings: dict[str, Any], fprs: list[float], where: str) -> 
     """An artifact can only show metrics the score jobs measure (``metrics.fprs``)."""
     from miarepro.artifacts.builders import COMPUTE
     from miarepro.artifacts.figures import SECONDS
-    from miarepro.uncertainty import metric_names
+    from miarepro.uncertainty import metric_names, pinball_name
 
-    measured = metric_names(fprs)
+    measured = metric_names(fprs) + [pinball_name(fpr) for fpr in fprs]
     for fpr in settings.get("fprs", []):
         if f"tpr@{fpr * 100:g}%" not in measured:
             raise _fail(f"{where}.fprs", f"{fpr} is not in metrics.fprs {fprs}")

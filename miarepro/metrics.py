@@ -67,14 +67,16 @@ def precision_at_fpr(member: np.ndarray, score: np.ndarray, fpr: float) -> float
     return 0.5 if tpr + realised == 0 else float(tpr / (tpr + realised))
 
 
-def pinball_loss(threshold: np.ndarray, score: np.ndarray, alpha: float) -> float:
-    """Mean pinball loss of a predicted ``(1-alpha)``-quantile ``threshold`` of ``score``.
-
-    ``PB(ŷ, y) = max(alpha (ŷ - y), (1 - alpha)(y - ŷ))`` (QMIA §0.4 M4), evaluated on held-out
-    non-members.
-    """
+def pinball_losses(threshold: np.ndarray, score: np.ndarray, alpha: float) -> np.ndarray:
+    """Per-sample pinball loss of a predicted ``(1-alpha)``-quantile ``threshold`` of ``score``:
+    ``PB(ŷ, y) = max(alpha (ŷ - y), (1 - alpha)(y - ŷ))`` (QMIA Definition 3)."""
     diff = np.asarray(threshold, dtype=np.float64) - np.asarray(score, dtype=np.float64)
-    return float(np.mean(np.maximum(alpha * diff, (alpha - 1.0) * diff)))
+    return np.maximum(alpha * diff, (alpha - 1.0) * diff)
+
+
+def pinball_loss(threshold: np.ndarray, score: np.ndarray, alpha: float) -> float:
+    """Mean pinball loss (:func:`pinball_losses`), evaluated on held-out non-members."""
+    return float(np.mean(pinball_losses(threshold, score, alpha)))
 
 
 def decision_metrics(member: np.ndarray, predicted: np.ndarray) -> dict[str, float]:

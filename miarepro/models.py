@@ -11,6 +11,7 @@ options (:func:`check_architecture`) without paying for it.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from miarepro.options import Range, check_options, unknown
@@ -157,8 +158,111 @@ def mobile(input_shape: tuple[int, ...], n_classes: int,
     return model
 
 
+class SearchSpace:
+    """``Annotated[dict, SearchSpace()]``: an option that is an optuna search space
+    (:mod:`miarepro.search`), checked when the config is validated."""
+
+    def check(self, value: Any, where: str) -> None:
+        if value is not None:
+            from miarepro.search import check_space
+
+            check_space(value, where)
+
+
+def catboost(input_shape: tuple[int, ...], n_classes: int,
+             iterations: Annotated[int, Range(1)] = 300,
+             depth: Annotated[int, Range(1, 16)] = 6,
+             learning_rate: Annotated[float, Range(0, low_open=True)] = 0.1,
+             l2_leaf_reg: Annotated[float, Range(0)] = 3.0,
+             trials: Annotated[int, Range(0)] = 0,
+             folds: Annotated[int, Range(2)] = 5,
+             space: Annotated[dict | None, SearchSpace()] = None) -> nn.Module:
+    """Gradient-boosted trees (QMIA's tabular targets), trained by :mod:`miarepro.boosting`:
+    not a torch module, so white-box attacks cannot use it. ``trials > 0``: tune by optuna with
+    ``folds``-fold cross-validation on the model's own training set (over ``space``)."""
+    raise ValueError("catboost models are trained by miarepro.boosting, not built as torch "
+                     "modules; white-box attacks need a torch architecture")
+
+
+def wrn(input_shape: tuple[int, ...], n_classes: int, depth: Annotated[int, Range(10)] = 28,
+        width: Width = 10, dropout: Annotated[float, Range(0, 1, high_open=True)] = 0.0
+        ) -> nn.Module:
+    """Wide-ResNet-``depth``-``width`` of Zagoruyko & Komodakis (2016), the CIFAR network of
+    QMIA's Appendix A (WRN-28 with widths 1, 2, 5, 10): pre-activation basic blocks, three
+    groups of ``(depth - 4) / 6`` blocks with 16k, 32k and 64k channels."""
+    from torch import nn
+
+    if (depth - 4) % 6:
+        raise ValueError(f"model.depth: a WRN has depth 6n + 4, got {depth}")
+    blocks = (depth - 4) // 6
+
+    class Block(nn.Module):
+        def __init__(self, inputs: int, outputs: int, stride: int) -> None:
+            super().__init__()
+            self.bn1, self.bn2 = nn.BatchNorm2d(inputs), nn.BatchNorm2d(outputs)
+            self.conv1 = nn.Conv2d(inputs, outputs, 3, stride, 1, bias=False)
+            self.conv2 = nn.Conv2d(outputs, outputs, 3, 1, 1, bias=False)
+            self.drop = nn.Dropout(dropout)
+            self.shortcut = (nn.Identity() if inputs == outputs and stride == 1
+                             else nn.Conv2d(inputs, outputs, 1, stride, bias=False))
+
+        def forward(self, x):
+            out = nn.functional.relu(self.bn1(x))
+            skip = x if isinstance(self.shortcut, nn.Identity) else self.shortcut(out)
+            out = self.conv1(out)
+            out = self.conv2(self.drop(nn.functional.relu(self.bn2(out))))
+            return out + skip
+
+    layers: list[nn.Module] = [nn.Conv2d(input_shape[0], 16, 3, 1, 1, bias=False)]
+    channels = 16
+    for group, stride in zip((16, 32, 64), (1, 2, 2), strict=True):
+        for b in range(blocks):
+            layers.append(Block(channels, group * width, stride if b == 0 else 1))
+            channels = group * width
+    layers += [nn.BatchNorm2d(channels), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+               nn.Linear(channels, n_classes)]
+    return nn.Sequential(*layers)
+
+
+def convnext(input_shape: tuple[int, ...], n_classes: int,
+             variant: Literal["tiny", "small", "base"] = "tiny", weights: str | None = None,
+             resize: Annotated[int, Range(1)] | None = None) -> nn.Module:
+    """torchvision ConvNeXt (QMIA's quantile model: ConvNeXt-Tiny at 224 x 224), with a new
+    ``n_classes`` head. ``weights``: a state-dict file of torchvision's ImageNet weights,
+    loaded tensors-only; ``resize``: inputs are upsampled to this size first."""
+    from torch import nn
+
+    from miarepro.compat import ensure_torchvision
+
+    ensure_torchvision()
+    from torchvision import models as tv
+
+    model = getattr(tv, f"convnext_{variant}")()
+    if weights is not None:
+        from miarepro.io import load_checkpoint
+
+        if not Path(weights).is_file():
+            raise FileNotFoundError(
+                f"model.weights: {weights} not found; save torchvision's "
+                f"ConvNeXt_{variant.capitalize()}_Weights.IMAGENET1K_V1 state dict there "
+                "(torch.save(model.state_dict(), path) on a machine with internet)")
+        model.load_state_dict(load_checkpoint(weights))
+    head = model.classifier[-1]
+    model.classifier[-1] = nn.Linear(head.in_features, n_classes)
+    if input_shape[0] != 3:  # grey images: repeat the channel, as the weights expect RGB
+
+        class RepeatChannels(nn.Module):
+            def forward(self, x):
+                return x.expand(-1, 3, -1, -1)
+
+        model = nn.Sequential(RepeatChannels(), model)
+    if resize:
+        model = nn.Sequential(nn.Upsample(size=(resize, resize), mode="bilinear"), model)
+    return model
+
+
 ARCHITECTURES = {"mlp": mlp, "lenet": lenet, "cnn": cnn, "resnet": resnet, "densenet": densenet,
-                 "mobile": mobile}
+                 "mobile": mobile, "wrn": wrn, "convnext": convnext, "catboost": catboost}
 
 
 class ArchitectureSpec:

@@ -55,33 +55,66 @@ def train(dataset_path: str, split_path: str, role: str, index: int, architectur
           recipe: dict, queries: list[str], model_path: str, signals_path: str,
           threads: int = 1) -> None:
     """Train model ``role/index`` and save its weights, a JSON card and its logits everywhere."""
+    data = io.read_arrays(dataset_path)
+    split = io.read_arrays(split_path)
+    description = io.read_json(Path(dataset_path).with_suffix(".json"))
+    indices = splits.training_indices(split, role, index)
+    held_out = splits.held_out_indices(split, role, index)
+    recipe = dict(recipe)
+    seed = model_seed(int(recipe.pop("seed", 0)), role, index)
+    if architecture["arch"] == "catboost":
+        logits, info, save = _train_catboost(data, indices, held_out, architecture,
+                                             description["n_classes"], seed, threads)
+    else:
+        logits, info, save = _train_torch(data, indices, held_out, architecture, recipe,
+                                          queries, description["n_classes"], seed, threads)
+    info = {**info, "role": role, "index": index, "train_indices_sha256": _digest(indices),
+            "architecture": architecture, "recipe": recipe, "queries": list(queries)}
+    log.info("%s/%d: %s", role, index, {k: info[k] for k in
+             ("train_accuracy", "test_accuracy", "train_seconds") if k in info})
+    io.write_array(signals_path, logits)
+    with io.atomic_path(model_path) as tmp:
+        save(tmp)
+    io.write_json(Path(model_path).with_suffix(".json"), info)
+
+
+def _train_torch(data: dict, indices: np.ndarray, held_out: np.ndarray, architecture: dict,
+                 recipe: dict, queries: list[str], n_classes: int, seed: int,
+                 threads: int) -> tuple[np.ndarray, dict[str, Any], Any]:
     import torch
 
     torch.set_num_threads(threads)  # parallel jobs would otherwise oversubscribe the cores
 
     from miarepro.training import predict_logits, train_model
 
-    data = io.read_arrays(dataset_path)
-    split = io.read_arrays(split_path)
-    description = io.read_json(Path(dataset_path).with_suffix(".json"))
-    indices = splits.training_indices(split, role, index)
-    recipe = dict(recipe)
-    seed = model_seed(int(recipe.pop("seed", 0)), role, index)
-    trained = train_model(data["X"], data["y"], indices, architecture, recipe,
-                          description["n_classes"], seed,
-                          eval_indices=splits.held_out_indices(split, role, index))
+    trained = train_model(data["X"], data["y"], indices, architecture, recipe, n_classes, seed,
+                          eval_indices=held_out)
     start = time.perf_counter()
     logits = predict_logits(trained.model, data["X"], queries)
-    info = {**trained.info, "role": role, "index": index,
-            "train_indices_sha256": _digest(indices),
-            "signal_seconds": round(time.perf_counter() - start, 3),
-            "architecture": architecture, "recipe": recipe, "queries": list(queries)}
-    log.info("%s/%d: %s", role, index, {k: info[k] for k in
-             ("train_accuracy", "test_accuracy", "train_seconds") if k in info})
-    io.write_array(signals_path, logits)
-    with io.atomic_path(model_path) as tmp:
-        torch.save(trained.model.state_dict(), tmp)
-    io.write_json(Path(model_path).with_suffix(".json"), info)
+    info = {**trained.info, "signal_seconds": round(time.perf_counter() - start, 3)}
+    return logits, info, lambda path: torch.save(trained.model.state_dict(), path)
+
+
+def _train_catboost(data: dict, indices: np.ndarray, held_out: np.ndarray, architecture: dict,
+                    n_classes: int, seed: int, threads: int
+                    ) -> tuple[np.ndarray, dict[str, Any], Any]:
+    """A CatBoost target or reference model (QMIA's tabular setting); its checkpoint is
+    CatBoost's own binary format, which only CatBoost reads (no pickle)."""
+    from miarepro import boosting
+
+    X, y = data["X"].reshape(len(data["y"]), -1), data["y"]
+    start = time.perf_counter()
+    model, info = boosting.train_target(X[indices], y[indices], n_classes, architecture, seed,
+                                        threads)
+    seconds = time.perf_counter() - start
+    logits = boosting.logits(model, X)
+    predicted = logits[0].argmax(-1)
+    info.update(seed=seed, train_seconds=round(seconds, 3), n_train=len(indices), device="cpu",
+                format="catboost-cbm",
+                train_accuracy=float(np.mean(predicted[indices] == y[indices])))
+    if len(held_out):
+        info["test_accuracy"] = float(np.mean(predicted[held_out] == y[held_out]))
+    return logits, info, lambda path: model.save_model(str(path), format="cbm")
 
 
 def _digest(indices: np.ndarray) -> str:
@@ -168,7 +201,7 @@ def fit(settings: dict[str, Any], study: StudyFiles, group: int, arrays_path: st
 def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_signals: list[str],
           reference_signals: list[str], loo_signals: list[str], output: str,
           study: StudyFiles | None = None, fit_paths: list[str] = (),
-          nonmembers: str = "test") -> list[float]:
+          nonmembers: str = "test", fprs: list[float] = ()) -> list[float]:
     """Run one attack instance on every target of a study and write its scores table.
 
     ``reference_signals`` are the files ``.../reference/<index>.npy`` of every reference model
@@ -176,7 +209,9 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
     score target 0 only: the leave-one-out models are trained from its training set. Returns
     the seconds the attack itself took on each target (inference time, without I/O).
     ``nonmembers="ood"`` audits each target's members against the dataset's out-of-distribution
-    records instead of its test part.
+    records instead of its test part. Attacks that imply a quantile threshold (see
+    :mod:`miarepro.attacks.base`) also get a ``pinball@<fpr>`` column per FPR of ``fprs``: each
+    sample's pinball loss of the implied ``1 - fpr`` quantile (meaningful on non-members).
     """
     import pandas as pd
 
@@ -203,10 +238,23 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
         if values.shape != audit.shape:
             raise RuntimeError(f"attack {spec.name!r} returned shape {values.shape}, "
                                f"expected {audit.shape}")
-        frames.append(pd.DataFrame({"sample": audit, "target": target,
-                                    "member": context.target_mask[audit], "score": values}))
+        frame = pd.DataFrame({"sample": audit, "target": target,
+                              "member": context.target_mask[audit], "score": values})
+        if spec.quantiles is not None and len(fprs):
+            frame = frame.assign(**_pinball_columns(spec, context, params, fprs))
+        frames.append(frame)
     io.write_table(output, pd.concat(frames, ignore_index=True))
     return seconds
+
+
+def _pinball_columns(spec: Any, context: AttackContext, params: dict[str, Any],
+                     fprs: list[float]) -> dict[str, np.ndarray]:
+    from miarepro.metrics import pinball_losses
+    from miarepro.uncertainty import pinball_name
+
+    statistic, thresholds = spec.quantiles(context, 1.0 - np.asarray(fprs), **params)
+    return {pinball_name(fpr): pinball_losses(thresholds[:, j], statistic, fpr)
+            for j, fpr in enumerate(fprs)}
 
 
 def attack_context(attack: dict[str, Any], labels: np.ndarray, split: dict[str, np.ndarray],

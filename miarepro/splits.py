@@ -97,6 +97,13 @@ def audit(part: dict[str, np.ndarray], nonmembers: str = "test") -> np.ndarray:
     return np.sort(np.concatenate([part["target_train"], ood]))
 
 
+def public(part: dict[str, np.ndarray]) -> np.ndarray:
+    """The attacker's own records known not to be the target's members: the population, or
+    where a split has none, the reference pool (QMIA's 50/50 split, whose public half serves
+    the quantile regressor and LiRA's shadow models alike)."""
+    return part["population"] if len(part["population"]) else part["reference_pool"]
+
+
 def reference_indices(scheme: str, target: int, count: int) -> list[int]:
     """Reference models of target ``target``: shared (balanced) or its repetition's own."""
     offset = target * STRIDE if scheme == "partition" else 0

@@ -57,6 +57,18 @@ def resolvable(metric: str, n_members: int, n_nonmembers: int) -> bool:
     return fpr is None or n_nonmembers * fpr >= MIN_EXCEEDANCES - 1e-9
 
 
+def percent_scale(metric: str) -> float:
+    """100 for metrics the papers print in percent (TPR, precision), 1 for the others (AUC,
+    pinball loss in score units, seconds)."""
+    return 100.0 if metric_fpr(metric) is not None else 1.0
+
+
+def pinball_name(fpr: float) -> str:
+    """``pinball@1%``: mean pinball loss on non-members of an attack's implied ``1 - fpr``
+    quantile (QMIA Tables 6 and 7), for attacks that imply one."""
+    return f"pinball@{fpr * 100:g}%"
+
+
 def metric_names(fprs: Iterable[float]) -> list[str]:
     names = ["auc"]
     for fpr in fprs:
@@ -67,10 +79,15 @@ def metric_names(fprs: Iterable[float]) -> list[str]:
 class _SortedScores:
     """One target's scores, sorted once, for weighted ROC metrics of many replicates."""
 
-    def __init__(self, member: np.ndarray, score: np.ndarray) -> None:
+    def __init__(self, member: np.ndarray, score: np.ndarray,
+                 nonmember_values: dict[str, np.ndarray] | None = None) -> None:
+        """``nonmember_values``: per-sample values whose weighted non-member mean is a metric
+        too (pinball losses), aligned with ``score``."""
         member = np.asarray(member, dtype=bool)
         score = np.asarray(score, dtype=np.float64)
         self.order_in, self.order_out = np.argsort(score[member]), np.argsort(score[~member])
+        self.nonmember_values = {name: np.asarray(values, dtype=np.float64)[~member][
+            self.order_out] for name, values in (nonmember_values or {}).items()}
         self.members = score[member][self.order_in]
         self.nonmembers = score[~member][self.order_out]
         self.n_in, self.n_out = len(self.members), len(self.nonmembers)
@@ -93,6 +110,8 @@ class _SortedScores:
         # AUC = P(member > non-member) + P(tie) / 2, weighted (Mann-Whitney)
         beaten = 0.5 * (cum_out[:, self.below] + cum_out[:, self.at_or_below])
         result = {"auc": (w_in * beaten).sum(axis=1) / (total_in * total_out)}
+        for name, values in self.nonmember_values.items():
+            result[name] = w_out @ values / total_out
         descending_cum = total_out[:, None] - cum_out[:, ::-1][:, 1:]  # weight of >= each value
         descending = self.nonmembers[::-1]
         for fpr in fprs:
@@ -117,10 +136,11 @@ class _SortedScores:
         return result
 
 
-def point_metrics(member: np.ndarray, score: np.ndarray,
-                  fprs: Iterable[float]) -> dict[str, float]:
-    """AUC, TPR@FPR and precision@FPR of one target (equal to :func:`metrics.summary`)."""
-    sorted_scores = _SortedScores(member, score)
+def point_metrics(member: np.ndarray, score: np.ndarray, fprs: Iterable[float],
+                  nonmember_values: dict[str, np.ndarray] | None = None) -> dict[str, float]:
+    """AUC, TPR@FPR and precision@FPR of one target (equal to :func:`metrics.summary`), and
+    the non-member mean of each of ``nonmember_values``."""
+    sorted_scores = _SortedScores(member, score, nonmember_values)
     ones_in = np.ones((1, sorted_scores.n_in))
     ones_out = np.ones((1, sorted_scores.n_out))
     return {k: float(v[0]) for k, v in sorted_scores.metrics(ones_in, ones_out, fprs).items()}
@@ -133,14 +153,16 @@ def _resample_counts(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def bootstrap_metrics(member: np.ndarray, score: np.ndarray, fprs: Iterable[float],
-                      seed: int | list[int], n_boot: int = N_BOOTSTRAP) -> dict[str, np.ndarray]:
+                      seed: int | list[int], n_boot: int = N_BOOTSTRAP,
+                      nonmember_values: dict[str, np.ndarray] | None = None
+                      ) -> dict[str, np.ndarray]:
     """``n_boot`` stratified bootstrap replicates of every metric of one target.
 
     The generator is seeded by ``seed`` alone, so the same seed and class sizes give the same
     resampled records for every attack (paired replicates).
     """
     fprs = tuple(fprs)
-    sorted_scores = _SortedScores(member, score)
+    sorted_scores = _SortedScores(member, score, nonmember_values)
     rng = np.random.default_rng(seed)
     blocks: list[dict[str, np.ndarray]] = []
     for start in range(0, n_boot, _BLOCK):
@@ -206,22 +228,24 @@ def metric_table(scores: pd.DataFrame, fprs: Iterable[float], seed: int,
     """
     fprs = tuple(fprs)
     targets = sorted(scores["target"].unique())
+    extra = [c for c in scores.columns if c.startswith("pinball@")]
     rows = []
     for target in targets:
         group = scores[scores["target"] == target].sort_values("sample")
         member, score = group["member"].to_numpy(bool), group["score"].to_numpy(float)
+        values = {name: group[name].to_numpy(float) for name in extra}
         counts = {"n_members": int(member.sum()), "n_nonmembers": int((~member).sum())}
         timing = {"score_seconds": seconds[int(target)]} if seconds else {}
         rows.append(pd.DataFrame([{"target": target, "replicate": -1, **counts, **timing,
-                                   **point_metrics(member, score, fprs)}]))
+                                   **point_metrics(member, score, fprs, values)}]))
         if len(targets) < MIN_TARGETS:
             draws = pd.DataFrame(bootstrap_metrics(member, score, fprs, [seed, int(target)],
-                                                   n_boot))
+                                                   n_boot, values))
             rows.append(draws.assign(target=target, replicate=np.arange(n_boot), **counts))
     table = pd.concat(rows, ignore_index=True)
-    extra = ["score_seconds"] if seconds else []
-    return table[["target", "replicate", "n_members", "n_nonmembers", *extra,
-                  *metric_names(fprs)]]
+    timing = ["score_seconds"] if seconds else []
+    return table[["target", "replicate", "n_members", "n_nonmembers", *timing,
+                  *metric_names(fprs), *extra]]
 
 
 def estimates(table: pd.DataFrame) -> dict[str, Estimate]:

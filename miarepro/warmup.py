@@ -13,11 +13,14 @@ MODULES = (
     "torch", "torch._dynamo", "torch.optim", "torch.func", "pandas", "pyarrow.parquet",
     "scipy.stats", "scipy.optimize", "scipy.special", "sklearn.datasets", "sklearn.metrics",
     "sklearn.cluster", "sklearn.linear_model", "matplotlib.pyplot", "seaborn", "jsonschema",
-    "yaml", "snakemake", "snakemake.script", "mlxtend.data", "PIL.Image",
+    "yaml", "snakemake", "snakemake.script", "snakemake.cli", "snakemake.api", "snakemake.dag",
+    "snakemake.workflow", "snakemake.jobs", "mlxtend.data", "PIL.Image", "catboost", "optuna",
+    "sklearn.model_selection",
     "miarepro.pipeline", "miarepro.attacks", "miarepro.artifacts.builders",
     "miarepro.artifacts.claims", "miarepro.artifacts.density", "miarepro.artifacts.figures",
     "miarepro.artifacts.index", "miarepro.artifacts.toy_regression", "miarepro.training",
-    "miarepro.lastlayer", "miarepro.quantile", "miarepro.data",
+    "miarepro.lastlayer", "miarepro.quantile", "miarepro.data", "miarepro.boosting",
+    "miarepro.search", "miarepro.artifacts.model_tables",
 )
 
 

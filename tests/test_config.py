@@ -117,6 +117,14 @@ PROBES = [
      ["attacks.q.backbone.arch", "did you mean 'mlp'"]),
     (lambda c: bmia(c)["attacks"]["qmia"].update(head="quantile"),
      ["attacks.qmia.head", "did you mean 'quantiles'"]),
+    (lambda c: bmia(c)["attacks"]["qmia"].update(recipe={"epoch": 3}),
+     ["attacks.qmia.recipe.epoch", "did you mean 'epochs'"]),
+    (lambda c: bmia(c)["attacks"]["qmia"].update(trials=4, space={"lr": {"low": 1e-3}}),
+     ["attacks.qmia.space.lr", "needs low and high"]),
+    (lambda c: bmia(c)["attacks"]["qmia"].update(backbone={"arch": "catboost", "depth": 3}),
+     ["attacks.qmia.backbone", "from 'recipe'"]),
+    (lambda c: c["studies"]["qmia-tabular"]["model"].update(trials=-1),
+     ["studies.qmia-tabular.model.trials", "outside"]),
     (lambda c: ood(c).update(models_from="bmia-mnst"),
      ["studies.bmia-mnist-ood.models_from", "did you mean 'bmia-mnist'"]),
     (lambda c: ood(c).update(dataset="mnist-ood"),
@@ -178,3 +186,14 @@ def test_a_study_with_models_from_audits_the_same_models():
 def test_attack_params_are_what_the_workflow_does_not_consume():
     assert cfg.attack_params({"attack": "lira", "n_reference": 2, "mode": "online"}) == \
         {"mode": "online"}
+
+
+def test_white_box_attacks_are_refused_on_catboost_targets(default, monkeypatch):
+    from miarepro.attacks import REGISTRY, base
+
+    spec = base.AttackSpec("probe_wb", lambda ctx: None, False, False, True, "a white-box probe")
+    monkeypatch.setitem(REGISTRY, "probe_wb", spec)
+    broken = copy.deepcopy(default)
+    broken["studies"]["qmia-tabular"]["attacks"]["w"] = {"attack": "probe_wb"}
+    with pytest.raises(cfg.ConfigError, match=r"qmia-tabular\.attacks\.w: .*needs a torch model"):
+        cfg.validate(broken)

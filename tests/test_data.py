@@ -440,3 +440,37 @@ def test_texas100_archive_without_labels_is_refused(tmp_path):
     with pytest.raises(ValueError, match="texas/100/labels"):
         load_dataset({"source": "texas100"}, root=tmp_path)
 
+
+
+def test_openml_task_reads_the_csv_and_verifies_it_later(tmp_path):
+    from miarepro.data.tabular_benchmarks import write_openml_csv
+
+    with pytest.raises(DatasetUnavailable, match=r"task-361057\.csv"):
+        load_dataset({"source": "openml_task", "task": 361057}, root=tmp_path)
+    path = tmp_path / "openml" / "task-361057.csv"
+    X = np.arange(12, dtype=np.float32).reshape(4, 3)
+    write_openml_csv(path, X, np.array(["yes", "no", "yes", "no"]), ["a", "b", "c"])
+    data = load_dataset({"source": "openml_task", "task": 361057}, root=tmp_path)
+    np.testing.assert_array_equal(data.X, X)
+    np.testing.assert_array_equal(data.y, [1, 0, 1, 0])  # sorted classes: no, yes
+    assert data.n_classes == 2 and data.meta["class_names"] == ["no", "yes"]
+    path.write_text(path.read_text().replace("11", "12"))  # changed after its first use
+    with pytest.raises(ValueError, match="changed since its first use"):
+        load_dataset({"source": "openml_task", "task": 361057}, root=tmp_path)
+
+
+def test_acs_without_folktables_says_how_to_get_it(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "folktables", None)  # as if not installed
+    with pytest.raises(DatasetUnavailable, match="pip install folktables"):
+        load_dataset({"source": "acs", "task": "income"}, root=tmp_path)
+
+
+def test_tabular_like_is_seeded_and_noisy():
+    first = load_dataset({"source": "tabular_like", "n_samples": 300, "label_noise": 0.2})
+    again = load_dataset({"source": "tabular_like", "n_samples": 300, "label_noise": 0.2})
+    np.testing.assert_array_equal(first.X, again.X)
+    assert first.X.shape == (300, 20) and set(np.unique(first.y)) == {0, 1}
+    with pytest.raises(ValueError, match="n_informative"):
+        load_dataset({"source": "tabular_like", "n_features": 4, "n_informative": 8})

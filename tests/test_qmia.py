@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 from overfit import overfit_context
 
-from miarepro import metrics, quantile
+from miarepro import metrics, quantile, signals
 from miarepro.attacks import get_attack
 
 BACKBONE = {"arch": "mlp", "widths": [64, 64]}
-RECIPE = quantile.QuantileRecipe(epochs=60, lr=1e-3, weight_decay=0.0, batch_size=128)
+RECIPE = {"epochs": 60, "lr": 1e-3, "weight_decay": 0.0, "batch_size": 128, "accumulate": 1,
+          "hidden_dims": []}
 
 
 def heteroscedastic(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -60,9 +61,10 @@ def test_exceedance_score_is_the_interpolated_level_index():
     q = np.array([[0.0, 1.0, 3.0]] * 5)
     score = quantile.exceedance_score(np.array([0.5, 2.0, 3.0, -1.0, 1e9]), q)
     np.testing.assert_allclose(score[:3], [0.5, 1.5, 2.0])
-    assert -1 < score[3] < 0 and 2 < score[4] <= 3
+    assert score[3] == pytest.approx(-np.log(2))  # one first gap below: -log(1 + 1)
     more = quantile.exceedance_score(np.array([3.5, 4.0]), q[:2])
-    assert score[2] < more[0] < more[1] < score[4]  # beyond the last level: ranked by margin
+    assert more[0] == pytest.approx(2 + np.log(1.25))  # a quarter of the last gap above
+    assert score[2] < more[0] < more[1] < score[4] < np.inf  # ranked by margin, never tied
 
 
 def test_gaussian_score_by_hand():
@@ -85,3 +87,169 @@ def test_qmia_separates_members_of_an_overfit_target(head):
                            RECIPE, seed=0)
     scores = get_attack("qmia").fn(dataclasses.replace(ctx, fit={**predict(X), "taus": taus}))
     assert metrics.auc(ctx.target_mask[ctx.audit], scores) > 0.7
+
+
+def test_catboost_regressor_meets_theorem_1():
+    """QMIA's tabular regressor: both CatBoost heads flag about ``a`` of held-out scores at
+    level ``1 - a``, also within the high- and low-spread halves."""
+    X, s = heteroscedastic(6000, 0)
+    taus = quantile.levels(21, smallest=1e-2)
+    Xt, st = heteroscedastic(20000, 1)
+    wide = np.abs(Xt[:, 1]) > 0.75
+    for head in ("gaussian", "quantiles"):
+        arrays = quantile.fit(X, s, {"arch": "catboost"}, head, taus, {}, seed=0)(Xt)
+        for alpha in (0.05, 0.1, 0.2):
+            flagged = st >= quantile.quantile_at(arrays, 1 - alpha, taus)
+            error = 3 * np.sqrt(alpha * (1 - alpha) / len(st)) + 0.015
+            assert abs(flagged.mean() - alpha) < error, (head, alpha, flagged.mean())
+            for group in (wide, ~wide):
+                assert abs(flagged[group].mean() - alpha) < 2 * error, (head, alpha)
+
+
+class StubStudy:
+    """The parts of a study QMIA's fit reads: features, labels, target logits, the split."""
+
+    def __init__(self, X: np.ndarray, logits: np.ndarray, labels: np.ndarray,
+                 parts: dict[str, np.ndarray]) -> None:
+        self.X, self.logits, self.y, self._parts = X, logits, labels, parts
+
+    def features(self):
+        return self.X
+
+    def labels(self):
+        return self.y
+
+    def signals(self, role, index):
+        return self.logits[None]
+
+    def parts(self, group):
+        return self._parts
+
+
+def test_the_search_never_sees_the_audited_records():
+    """Poisoning every audited record (features and the target's logits) changes neither the
+    search's trials and choice nor the regressor's predictions on public records."""
+    rng = np.random.default_rng(0)
+    n, public = 900, np.arange(0, 500)
+    X = rng.normal(size=(n, 6)).astype(np.float32)
+    labels = rng.integers(0, 3, n)
+    logits = rng.normal(size=(n, 3)).astype(np.float32) * (1 + np.abs(X[:, :1]))
+    parts = {"population": public, "reference_pool": np.arange(0), "audit": np.arange(500, n),
+             "target_train": np.arange(500, 700), "target_test": np.arange(700, n)}
+    params = {"trials": 3, "backbone": {"arch": "mlp", "widths": []},
+              "recipe": {"epochs": 3, "hidden_dims": [16]},
+              "space": {"lr": {"low": 1e-4, "high": 1e-2, "log": True},
+                        "epochs": {"low": 1, "high": 4}}}
+    fit = get_attack("qmia").fit
+    clean, clean_info = fit(StubStudy(X, logits, labels, parts), 0, **params)
+    X_bad, logits_bad = X.copy(), logits.copy()
+    X_bad[parts["audit"]] = 1e3
+    logits_bad[parts["audit"]] = rng.normal(size=(n - 500, 3)) * 1e4
+    poisoned, poisoned_info = fit(StubStudy(X_bad, logits_bad, labels, parts), 0, **params)
+    assert clean_info["search"] == poisoned_info["search"]
+    for key in ("mu", "sigma"):
+        np.testing.assert_array_equal(clean[key][public], poisoned[key][public])
+    assert len(clean_info["search"]["trials"]) == 3
+    assert clean_info["recipe"]["epochs"] == clean_info["search"]["chosen"]["epochs"]
+
+
+def test_search_space_errors_name_the_entry():
+    from miarepro import search
+
+    with pytest.raises(ValueError, match=r"space\.lr: needs 0 < low"):
+        search.check_space({"lr": {"low": 0.0, "high": 1.0, "log": True}})
+    with pytest.raises(ValueError, match=r"space\.depth: needs low and high"):
+        search.check_space({"depth": {"low": 1, "hgh": 3}})
+    with pytest.raises(ValueError, match=r"space\.dims: a categorical"):
+        search.check_space({"dims": {"choices": []}})
+    with pytest.raises(ValueError, match=r"space\.depht: unknown setting 'depht'"):
+        quantile.check_recipe({"depht": {}}, {"arch": "catboost"}, "space")
+
+
+def test_search_is_seeded_and_keeps_list_choices():
+    from miarepro import search
+
+    space = {"x": {"low": -2.0, "high": 2.0}, "dims": {"choices": [[], [8, 8]]},
+             "n": {"low": 1, "high": 9, "step": 2}}
+
+    def objective(params, report):
+        report(0, params["x"] ** 2)
+        return params["x"] ** 2 + len(params["dims"]) + params["n"]
+
+    first = search.run(objective, space, 8, seed=3)
+    assert first == search.run(objective, space, 8, seed=3)
+    chosen, trials = first
+    assert chosen["dims"] in ([], [8, 8]) and chosen["n"] in (1, 3, 5, 7, 9)
+    best = min(t["loss"] for t in trials if t["loss"] is not None)
+    assert objective(chosen, lambda *_: None) == best
+
+
+def test_implied_quantiles_by_hand():
+    """Marginal: the public quantile, for everyone; LiRA: ``mu_out + s_out Phi^-1(tau)``;
+    QMIA: the regressor's own."""
+    from scipy.stats import norm
+
+    ctx = overfit_context()
+    few = dataclasses.replace(ctx, audit=ctx.audit[:4])
+    taus = np.array([0.9, 0.99])
+    value, thresholds = get_attack("marginal").quantiles(few, taus, statistic="hinge")
+    public = ctx.target_statistic("hinge", ctx.population)[0]
+    np.testing.assert_allclose(thresholds, np.tile(np.quantile(public, taus), (4, 1)))
+    np.testing.assert_allclose(value, few.target_statistic("hinge")[0])
+    lira = dataclasses.replace(few, reference_logits=ctx.reference_logits[:3],
+                               reference_masks=np.zeros_like(ctx.reference_masks[:3]))
+    _, implied = get_attack("lira").quantiles(lira, taus, variance="per_example",
+                                             statistic="hinge")
+    refs = lira.reference_statistic("hinge")[:, 0]
+    expected = refs.mean(0)[:, None] + refs.std(0, ddof=1)[:, None] * norm.ppf(taus)
+    np.testing.assert_allclose(implied, expected)
+    fitted = dataclasses.replace(few, fit={"mu": np.full(len(ctx.labels), 1.0),
+                                           "sigma": np.full(len(ctx.labels), 2.0),
+                                           "taus": quantile.levels(5)})
+    _, own = get_attack("qmia").quantiles(fitted, taus)
+    np.testing.assert_allclose(own, np.tile(1.0 + 2.0 * norm.ppf(taus), (4, 1)))
+
+
+def test_pinball_metric_is_the_nonmember_mean_with_paired_replicates():
+    from miarepro import uncertainty
+
+    rng = np.random.default_rng(0)
+    member = np.repeat([True, False], 50)
+    score = rng.normal(size=100) + member
+    loss = rng.uniform(size=100)
+    table = uncertainty.metric_table(
+        __import__("pandas").DataFrame({"sample": np.arange(100), "target": 0,
+                                        "member": member, "score": score,
+                                        "pinball@1%": loss}), [0.1], seed=0, n_boot=50)
+    point = table[table["replicate"] < 0]["pinball@1%"].iloc[0]
+    assert point == pytest.approx(loss[~member].mean())
+    replicates = table[table["replicate"] >= 0]["pinball@1%"]
+    assert replicates.std() > 0 and replicates.between(loss.min(), loss.max()).all()
+
+
+def test_catboost_targets_round_trip_and_are_deterministic(tmp_path):
+    """A CatBoost target: logits of every record ``(1, M, C)``, the same for the same seed,
+    and the saved checkpoint (CatBoost's own format) predicts them again."""
+    from catboost import CatBoostClassifier
+
+    from miarepro import boosting
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 5)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * rng.normal(size=300) > 0).astype(np.int64) + (X[:, 1] > 1)
+    spec = {"arch": "catboost", "iterations": 30, "depth": 3, "trials": 2, "folds": 2}
+    model, info = boosting.train_target(X[:200], y[:200], 3, spec, seed=5, threads=1)
+    again, info_again = boosting.train_target(X[:200], y[:200], 3, spec, seed=5, threads=1)
+    logits = boosting.logits(model, X)
+    assert logits.shape == (1, 300, 3) and logits.dtype == np.float32
+    np.testing.assert_array_equal(logits, boosting.logits(again, X))
+    assert info == info_again and len(info["search"]["trials"]) == 2
+    model.save_model(str(tmp_path / "model.cbm"), format="cbm")
+    loaded = CatBoostClassifier().load_model(str(tmp_path / "model.cbm"), format="cbm")
+    np.testing.assert_array_equal(boosting.logits(loaded, X), logits)
+    other, _ = boosting.train_target(X[:200], y[:200], 3, {**spec, "trials": 0}, seed=6,
+                                     threads=1)
+    assert not np.array_equal(boosting.logits(other, X), logits)
+    # members are fitted better than non-members: the leakage every attack measures
+    hinge = signals.hinge(logits[0], y)
+    assert hinge[:200].mean() > hinge[200:].mean()

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import torch
 
 from miarepro.models import build_model
 from miarepro.training import predict_logits, train_model
@@ -69,3 +70,20 @@ def test_mse_loss_and_adam_train():
     trained = train_model(X, y, np.arange(200), {"arch": "mlp", "widths": []},
                           {"epochs": 10, "optimizer": "adam", "lr": 0.01, "loss": "mse"}, 2, 0)
     assert trained.info["train_accuracy"] > 0.8
+
+
+@pytest.mark.parametrize("spec, shape", [
+    ({"arch": "wrn", "depth": 10, "width": 1}, (3, 32, 32)),
+    ({"arch": "convnext", "variant": "tiny", "resize": 40}, (1, 28, 28)),
+])
+def test_qmia_architectures_build_and_run(spec, shape):
+    model = build_model(spec, shape, 7)
+    assert model(torch.zeros(2, *shape)).shape == (2, 7)
+
+
+def test_convnext_weights_file_missing_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"convnext\.pt not found.*IMAGENET1K_V1"):
+        build_model({"arch": "convnext", "weights": str(tmp_path / "convnext.pt")},
+                    (3, 32, 32), 2)
+    with pytest.raises(ValueError, match="6n \\+ 4"):
+        build_model({"arch": "wrn", "depth": 27}, (3, 32, 32), 2)

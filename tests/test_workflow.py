@@ -21,7 +21,9 @@ TINY = {
     "datasets": {"tiny": {"source": "purchase_like", "n_samples": 600, "n_features": 60,
                           "n_classes": 10, "seed": 0,
                           "ood": {"source": "purchase_like", "n_samples": 150,
-                                  "n_features": 60, "n_classes": 10, "seed": 5}}},
+                                  "n_features": 60, "n_classes": 10, "seed": 5}},
+                 "tiny-tab": {"source": "tabular_like", "n_samples": 400, "n_features": 8,
+                              "n_informative": 4, "label_noise": 0.2}},
     "studies": {
         "part": {
             "paper": "bmia", "paper_dataset": "purchase100", "dataset": "tiny", "targets": 2,
@@ -41,7 +43,7 @@ TINY = {
                          "paper_attack": "bmia", "paper_setting": "n=1"},
                 "bmia-ref-wide": {"attack": "bmia", "n_reference": 1, "n_samples": 20,
                                   "reference_study": "wide"},
-                "qmia": {"attack": "qmia", "epochs": 2, "paper_attack": "qmia"},
+                "qmia": {"attack": "qmia", "recipe": {"epochs": 2}, "paper_attack": "qmia"},
             },
         },
         "part-ood": {  # part's models, audited with out-of-distribution non-members
@@ -59,6 +61,24 @@ TINY = {
             "attacks": {"bmia": {"attack": "bmia", "n_reference": 1, "n_samples": 20},
                         "bmia-ref-part": {"attack": "bmia", "n_reference": 1, "n_samples": 20,
                                           "reference_study": "part"}},
+        },
+        "tab": {  # QMIA's tabular setting: CatBoost models, each tuned by 2-fold CV
+            "paper": "qmia", "paper_dataset": "openml_361057", "dataset": "tiny-tab",
+            "split": {"scheme": "partition", "seed": 0,
+                      "fractions": {"target_train": 0.4, "target_test": 0.2,
+                                    "reference_pool": 0.4}},
+            "model": {"arch": "catboost", "iterations": 30, "trials": 2, "folds": 2},
+            "training": {},
+            "attacks": {
+                "marginal": {"attack": "marginal", "statistic": "hinge"},
+                "lira-n2": {"attack": "lira", "mode": "offline", "variance": "global",
+                            "statistic": "hinge", "n_reference": 2, "paper_attack": "lira",
+                            "paper_setting": "n=2"},
+                "qmia": {"attack": "qmia", "backbone": {"arch": "catboost"}, "trials": 3,
+                         "space": {"depth": {"low": 1, "high": 4},
+                                   "iterations": {"low": 10, "high": 50}},
+                         "paper_attack": "qmia"},
+            },
         },
         "bal": {
             "paper": "iha", "dataset": "tiny", "targets": 2,
@@ -79,6 +99,11 @@ TINY = {
         "BMIA-F2": {"builder": "density", "studies": ["part"], "attacks": ["attack-p", "bmia"]},
         "BMIA-F4": {"builder": "grid", "studies": ["part", "wide"], "metrics": ["tpr@10%"],
                     "attacks": ["bmia", "bmia-ref-wide", "bmia-ref-part"]},
+        "QMIA-T3": {"builder": "accuracy_table", "studies": ["tab"]},
+        "QMIA-T5": {"builder": "search_table", "studies": ["tab"], "attacks": ["qmia"]},
+        "QMIA-T6": {"builder": "paper_table", "studies": ["tab"],
+                    "metrics": ["pinball@1%", "precision@10%"]},
+        "QMIA-X1": {"builder": "fit_costs", "studies": ["part", "tab"], "attacks": ["qmia"]},
     },
 }
 
@@ -120,7 +145,9 @@ def test_outputs_exist_with_expected_content(workflow):
                  "index.md"):
         assert (results / "artifacts" / name).stat().st_size > 0, name
     scores = pd.read_parquet(results / "studies/bal/scores/loss.parquet")
-    assert list(scores.columns) == ["sample", "target", "member", "score"]
+    # the marginal threshold is a quantile of public losses: its pinball loss comes along
+    assert list(scores.columns) == ["sample", "target", "member", "score", "pinball@1%",
+                                    "pinball@10%"]
     assert sorted(scores["target"].unique()) == [0, 1]
     assert 0.3 < scores["member"].mean() < 0.7
     board = pd.read_csv(results / "artifacts/leaderboard.csv")
@@ -201,10 +228,25 @@ def test_editing_a_fit_parameter_refits_without_retraining(workflow):
 
 def test_editing_qmia_s_training_refits_its_regressors_only(workflow):
     edited = copy.deepcopy(TINY)
-    edited["studies"]["part"]["attacks"]["qmia"]["epochs"] = 3
+    edited["studies"]["part"]["attacks"]["qmia"]["recipe"] = {"epochs": 3}
     jobs = planned_jobs(workflow, edited)
     # one regressor per target, then QMIA's scores and the tables that read them
     assert jobs.get("fit") == 2 and jobs.get("score") == 1 and "train" not in jobs, jobs
+
+
+def test_editing_a_search_space_refits_only_that_regressor(workflow):
+    edited = copy.deepcopy(TINY)
+    edited["studies"]["tab"]["attacks"]["qmia"]["space"]["depth"]["high"] = 5
+    jobs = planned_jobs(workflow, edited)
+    assert jobs.get("fit") == 1 and jobs.get("score") == 1 and "train" not in jobs, jobs
+
+
+def test_editing_the_fpr_grid_reruns_scoring_only(workflow):
+    edited = copy.deepcopy(TINY)
+    edited["metrics"]["fprs"] = [0.01, 0.05, 0.1]
+    jobs = planned_jobs(workflow, edited)
+    n_attacks = sum(len(study["attacks"]) for study in TINY["studies"].values())
+    assert jobs.get("score") == n_attacks and "fit" not in jobs and "train" not in jobs, jobs
 
 
 def test_fits_are_shared_by_attacks_with_the_same_fit_parameters(workflow):
@@ -393,3 +435,29 @@ def test_after_kill_9_a_rerun_recomputes_only_the_interrupted_jobs(tmp_path):
     subprocess.run([*command, "--cores", "2"], capture_output=True, check=True)
     leftovers = [p for p in (tmp_path / "results").rglob(".*") if p.is_file()]
     assert leftovers == [] and (tmp_path / "results/artifacts/index.md").exists()
+
+
+def test_qmia_tables_on_catboost_targets(workflow):
+    """CatBoost targets tuned by cross-validation, QMIA's CatBoost regressor with its search
+    log, and the tables that read them: accuracies, search, pinball, fit costs."""
+    results = workflow / "results"
+    card = yaml.safe_load((results / "studies/tab/models/target/0.json").read_text())
+    assert card["format"] == "catboost-cbm" and len(card["search"]["trials"]) == 2
+    assert card["search"]["folds"] == 2 and card["settings"]["iterations"] >= 10
+    signals = __import__("numpy").load(results / "studies/tab/signals/target/0.npy")
+    assert signals.shape == (1, 400, 2)
+    search = pd.read_csv(results / "artifacts/QMIA-T5.csv")
+    assert set(search["hyperparameter"]) == {"depth", "iterations"}
+    depth = int(search.loc[search["hyperparameter"] == "depth", "chosen"].iloc[0])
+    assert 1 <= depth <= 4
+    costs = pd.read_csv(results / "artifacts/QMIA-X1.csv").set_index("study")
+    assert costs.loc["tab", "search_trials"] == 3 and costs.loc["part", "search_trials"] == 0
+    assert (costs["fit_seconds"] > 0).all() and (costs["reference_train_seconds"] > 0).all()
+    accuracy = pd.read_csv(results / "artifacts/QMIA-T3.csv")
+    assert 50 <= accuracy["test_acc"].iloc[0] <= accuracy["train_acc"].iloc[0] <= 100
+    pinball = pd.read_csv(results / "artifacts/QMIA-T6.csv")
+    ours = pinball[(pinball["metric"] == "pinball@1%") & pinball["ours"].notna()]
+    # marginal has no paper_attack here: LiRA (n=2) and QMIA report the pinball loss
+    assert set(ours["paper_attack"]) == {"lira", "qmia"} and (ours["ours"] > 0).all()
+    scores = pd.read_parquet(results / "studies/tab/scores/qmia.parquet")
+    assert {"pinball@1%", "pinball@10%"} <= set(scores.columns)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from miarepro import io, uncertainty
 from miarepro.artifacts import results as res
-from miarepro.artifacts.catalog import implemented, paper_number, paper_value
+from miarepro.artifacts.catalog import for_model, implemented, paper_number, paper_value
 from miarepro.artifacts.regime import regime_markdown, regime_rows
 from miarepro.artifacts.results import RESULTS, studies_of, studies_read
 from miarepro.config import model_home, reference_home
@@ -196,7 +196,7 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
                 row.update({COMPUTE: minutes, f"{COMPUTE}_low": minutes,
                             f"{COMPUTE}_high": minutes, f"{COMPUTE}_resolvable": True})
             for metric in metrics:
-                scale = 100.0 if "@" in metric else 1.0
+                scale = uncertainty.percent_scale(metric)
                 rows.append({
                     "artifact": name, "paper_dataset": study_config.get("paper_dataset"),
                     "study": study, "attack": row["label"], "paper_attack": row["paper_attack"],
@@ -206,7 +206,8 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
                     "resolvable": row[f"{metric}_resolvable"], "interval": row["interval"],
                     "n_members": row["n_members"], "n_nonmembers": row["n_nonmembers"],
                     "paper": paper_value(papers, study_config.get("paper_dataset"),
-                                          row["paper_attack"], row["paper_setting"], metric),
+                                          row["paper_attack"], row["paper_setting"], metric,
+                                          study_config.get("paper_model")),
                     "scale": scale_note(config, study_config),
                     "ours_text": (f"{row[metric]:.2f}" if metric == COMPUTE
                                   else res.format_estimate(row, metric)),
@@ -241,6 +242,7 @@ def _rows_not_run(name: str, papers: pd.DataFrame, study: str, study_config: dic
     dataset = study_config.get("paper_dataset")
     done = {(a.get("paper_attack"), a.get("paper_setting") or "")
             for a in study_config["attacks"].values()}
+    papers = for_model(papers, study_config.get("paper_model"))
     printed = papers[(papers["dataset"] == dataset) & papers["metric"].isin(metrics)]
     rows = []
     for (attack, setting), group in printed.groupby(["attack", "setting"], sort=False):
@@ -257,70 +259,50 @@ def _rows_not_run(name: str, papers: pd.DataFrame, study: str, study_config: dic
     return rows
 
 
-def claims(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
-    """The papers' headline claims checked on this run (:mod:`miarepro.artifacts.claims`)."""
-    from miarepro.artifacts import claims as claims_module
+def _lazy(module: str, function: str) -> Callable[..., Any]:
+    """``miarepro.artifacts.<module>.<function>``, imported when called: the Snakefile imports
+    this module to plan the workflow and should not pay for matplotlib, seaborn or torch."""
 
-    claims_module.build(name, settings, config, prefix)
+    def call(*args: Any) -> Any:
+        import importlib
 
+        return getattr(importlib.import_module(f"miarepro.artifacts.{module}"), function)(*args)
 
-def roc_figure(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
-    from miarepro.artifacts import figures
-
-    figures.roc_figure(name, settings, config, prefix)
-
-
-def sweep_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
-                 prefix: str) -> None:
-    from miarepro.artifacts import figures
-
-    figures.sweep_figure(name, settings, config, prefix)
-
-
-def grid_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
-                prefix: str) -> None:
-    from miarepro.artifacts import figures
-
-    figures.grid_figure(name, settings, config, prefix)
-
-
-def density_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
-                   prefix: str) -> None:
-    from miarepro.artifacts import density
-
-    density.density_figure(name, settings, config, prefix)
-
-
-def density_inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
-    from miarepro.artifacts import density
-
-    return density.inputs(results, settings, config)
-
-
-def toy_regression_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
-                          prefix: str) -> None:
-    from miarepro.artifacts import toy_regression
-
-    toy_regression.toy_regression_figure(name, settings, config, prefix)
+    call.__name__ = function
+    return call
 
 
 BUILDERS: dict[str, Builder] = {
     "leaderboard": Builder("table", leaderboard, "cross-paper leaderboard", ("studies", "fprs")),
-    "claims": Builder("table", claims, "the papers' claims: holds / fails / inconclusive"),
+    "claims": Builder("table", _lazy("claims", "build"),
+                      "the papers' claims: holds / fails / inconclusive"),
     "paper_table": Builder("table", paper_table, "a paper's table, ours beside theirs",
                            ("studies", "metrics")),
-    "roc": Builder("figure", roc_figure, "log-log ROC curves", ("studies", "attacks", "title")),
-    "sweep": Builder("figure", sweep_figure, "a metric against one attack parameter",
+    "roc": Builder("figure", _lazy("figures", "roc_figure"), "log-log ROC curves",
+                   ("studies", "attacks", "title")),
+    "sweep": Builder("figure", _lazy("figures", "sweep_figure"),
+                     "a metric against one attack parameter",
                      ("studies", "attacks", "x", "series", "metrics", "title")),
-    "grid": Builder("figure", grid_figure, "a metric for every target x reference model pair",
+    "grid": Builder("figure", _lazy("figures", "grid_figure"),
+                    "a metric for every target x reference model pair",
                     ("studies", "attacks", "metrics", "title")),
-    "density": Builder("figure", density_figure, "one hard non-member's score densities and "
-                       "thresholds per attack", ("studies", "attacks", "title"),
-                       inputs=density_inputs),
-    "toy_regression": Builder("figure", toy_regression_figure, "BMIA's toy regression: "
+    "density": Builder("figure", _lazy("density", "density_figure"),
+                       "one hard non-member's score densities and thresholds per attack",
+                       ("studies", "attacks", "title"), inputs=_lazy("density", "inputs")),
+    "toy_regression": Builder("figure", _lazy("toy_regression", "toy_regression_figure"),
+                              "BMIA's toy regression: "
                               "quantile regression vs a Laplace BNN",
                               ("n_samples", "seed", "title", "deviations"),
                               inputs=lambda *_: []),
+    "accuracy_table": Builder("table", _lazy("model_tables", "accuracy_table"),
+                              "target accuracies beside the paper's (QMIA Table 3)",
+                              inputs=_lazy("model_tables", "accuracy_inputs")),
+    "search_table": Builder("table", _lazy("model_tables", "search_table"),
+                            "hyperparameter search spaces and chosen values (QMIA Tables 4, 5)",
+                            ("studies", "attacks"), inputs=_lazy("model_tables", "fit_inputs")),
+    "fit_costs": Builder("table", _lazy("model_tables", "fit_costs"),
+                         "fit seconds with and without a search against one reference model",
+                         ("studies", "attacks"), inputs=_lazy("model_tables", "fit_inputs")),
 }
 
 

@@ -199,10 +199,20 @@ def paper_number(paper: str, dataset, attack, setting, metric: str) -> float | N
                         setting, metric)
 
 
-def paper_value(papers: pd.DataFrame, dataset, attack, setting, metric: str) -> float | None:
+def for_model(papers: pd.DataFrame, model: str | None) -> pd.DataFrame:
+    """The rows of ``model`` where a table has a row per target model (QMIA Tables 6 and 7);
+    rows without a model apply to every model."""
+    if _missing(model):
+        return papers
+    return papers[papers["model"].isin(["", model])]
+
+
+def paper_value(papers: pd.DataFrame, dataset, attack, setting, metric: str,
+                model: str | None = None) -> float | None:
     """The paper's number for one cell; missing keys (None or NaN) match empty settings."""
     if _missing(dataset) or _missing(attack):
         return None
+    papers = for_model(papers, model)
     rows = papers[(papers["dataset"] == dataset) & (papers["attack"] == attack)
                   & (papers["metric"] == metric)]
     rows = rows[rows["setting"].fillna("") == ("" if _missing(setting) else setting)]
@@ -213,6 +223,6 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and pd.isna(value))
 
 
-__all__ = ["ARTIFACT_IDS", "FAMILY_OF", "ID_PATTERN", "implemented", "load_catalog",
+__all__ = ["ARTIFACT_IDS", "FAMILY_OF", "ID_PATTERN", "for_model", "implemented", "load_catalog",
            "paper_number", "paper_value",
            "paper_values", "paper_values_of", "parse_catalog"]

@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from miarepro import io
+from miarepro import io, uncertainty
 from miarepro.artifacts import builders, catalog, regime
 from miarepro.artifacts import results as res
 from miarepro.uncertainty import Estimate
@@ -103,7 +103,7 @@ def _compare(kind: str, a: float, b: float | None, value: float | None) -> bool:
 
 def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimate]:
     """(holds / fails / inconclusive, the compared quantity) from paired estimates."""
-    scale = 100.0 if "@" in claim.metric else 1.0  # claim values are in the paper's units
+    scale = uncertainty.percent_scale(claim.metric)  # claim values are in the paper's units
     kind = "greater" if claim.kind == "matched_best" else claim.kind  # against its best rival
     if kind in ("greater", "close"):
         quantity, threshold = a - b, 0.0 if kind == "greater" else claim.value / scale
@@ -126,10 +126,12 @@ def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimat
     return ("holds" if holds else "fails" if fails else "inconclusive"), quantity
 
 
-def claim_paper_value(claim: Claim, dataset: str, spec: dict[str, str]) -> float | None:
-    """The number the claim's artifact prints for one side of the claim (None for figures)."""
+def claim_paper_value(claim: Claim, dataset: str, spec: dict[str, str],
+                      model: str | None = None) -> float | None:
+    """The number the claim's artifact prints for one side of the claim (None for figures),
+    for the paper's ``model`` where the artifact has a row per target model."""
     return catalog.paper_value(catalog.paper_values_of(claim.artifact), dataset,
-                               spec["attack"], spec.get("setting"), claim.metric)
+                               spec["attack"], spec.get("setting"), claim.metric, model)
 
 
 def find_attack(study_config: dict[str, Any], spec: dict[str, str]) -> str | None:
@@ -167,7 +169,7 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                 names.append(find_attack(study_config, claim.b))
             elif claim.kind == "matched_best":
                 names.append(strongest_rival(study, study_config, claim))
-            paper = [claim_paper_value(claim, dataset, spec)
+            paper = [claim_paper_value(claim, dataset, spec, study_config.get("paper_model"))
                      for spec in ([claim.a] + ([claim.b] if claim.b else []))]
             artifact_path = f"results/artifacts/{artifact_file(claim.artifact)}"
             row = {"claim": claim.id, "paper": claim.paper, "statement": claim.statement,

@@ -101,7 +101,7 @@ def sweep_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
                        f"{metric}_resolvable": True}
             else:
                 row = res.estimate_columns(metric, estimates[metric])
-            scale = 100.0 if "@" in metric else 1.0
+            scale = uncertainty.percent_scale(metric)
             rows.append({"attack": attack, "x": values.get(settings["x"]),
                          "series": str(values.get(settings.get("series"), "")),
                          "metric": metric, "value": scale * row[metric],
@@ -134,7 +134,8 @@ def sweep_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
             axis.set_xscale("log")
         else:
             axis.set_xticks(range(len(ticks)), [str(t) for t in ticks])
-        unit = " (s)" if metric == SECONDS else " (%)" if "@" in metric else ""
+        percent = uncertainty.percent_scale(metric) == 100
+        unit = " (s)" if metric == SECONDS else " (%)" if percent else ""
         missing = table[(table["metric"] == metric) & ~table["resolvable"]]
         axis.set(xlabel=settings["x"], ylabel=f"{metric}{unit}",
                  title=metric + (" (n/r points left out)" if len(missing) else ""))
@@ -156,7 +157,7 @@ def grid_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pre
 
     studies = studies_of(settings, config)
     (metric,) = settings["metrics"]
-    scale = 100.0 if "@" in metric else 1.0
+    scale = uncertainty.percent_scale(metric)
     values = pd.DataFrame(np.nan, index=studies, columns=studies)
     text = pd.DataFrame("", index=studies, columns=studies)
     for study in studies:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from miarepro import uncertainty
 from miarepro.artifacts import catalog
 from miarepro.artifacts import results as res
 from miarepro.artifacts.results import RESULTS
@@ -38,7 +39,7 @@ def regime_rows(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                 paper = catalog.paper_number(
                     study_config["paper"], study_config.get("paper_dataset"),
                     attack.get("paper_attack"), attack.get("paper_setting"), metric)
-                ours = row[f"baseline_{metric}"] * (100 if "@" in metric else 1)
+                ours = row[f"baseline_{metric}"] * uncertainty.percent_scale(metric)
                 row[f"paper_baseline_{metric}"] = paper
                 row[f"within_2x_{metric}"] = (None if paper is None or pd.isna(ours)
                                               else bool(paper / 2 <= ours <= 2 * paper))

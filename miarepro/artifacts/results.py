@@ -110,11 +110,11 @@ def estimate_columns(metric: str, estimate: uncertainty.Estimate,
                      clip: bool = True) -> dict[str, Any]:
     """``{m, m_low, m_high, m_resolvable}``; values are NaN where not resolvable.
 
-    Metrics live in [0, 1], so a Student-t interval over a few targets is clipped to it; a
-    difference of two metrics (``clip=False``) is not.
+    Rates live in [0, 1], so a Student-t interval over a few targets is clipped to it; a
+    difference of two metrics (``clip=False``) and a pinball loss (in score units) are not.
     """
     low, high = estimate.interval()
-    if clip:
+    if clip and not metric.startswith("pinball"):
         low, high = np.clip([low, high], 0.0, 1.0)
     shown = estimate.resolvable
     return {metric: estimate.value if shown else math.nan,
@@ -127,7 +127,8 @@ def format_estimate(row: dict[str, Any] | pd.Series, metric: str) -> str:
     """``4.60 [3.12, 6.01]`` in the paper's unit (TPR and precision in %), or ``n/r``."""
     if not row.get(f"{metric}_resolvable", True) or pd.isna(row.get(metric)):
         return "n/r"
-    scale, digits = (100.0, 2) if "@" in metric else (1.0, 3)
+    scale = uncertainty.percent_scale(metric)
+    digits = 2 if scale == 100.0 else 4 if metric.startswith("pinball") else 3
     value, low, high = (scale * float(row[key]) for key in
                         (metric, f"{metric}_low", f"{metric}_high"))
     return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"

@@ -15,6 +15,13 @@ scoring parameter reruns scoring only and editing a fit parameter refits. A fit 
 *group*: per target model (``fit_scope="target"``) or per set of reference models
 (``fit_scope="references"``: one per repetition of a partition study, one for a balanced study,
 whose targets share their references), and attack instances with equal fit parameters share it.
+
+Attacks that threshold a score against a predicted non-member quantile (the marginal baseline,
+LiRA's OUT Gaussian, QMIA) may also register **quantiles**:
+``quantiles(ctx, taus, **params) -> (statistic, thresholds)``, the target's statistic on the
+audited samples ``(N,)`` and the ``taus`` quantiles the attack implies for it ``(N, L)``. The
+score step then reports the pinball loss of those thresholds on the non-members (QMIA Tables 6
+and 7).
 """
 
 from __future__ import annotations
@@ -89,6 +96,13 @@ class AttackContext:
     study: StudyHandle | None = field(default=None, compare=False, repr=False)
 
     @property
+    def public(self) -> np.ndarray:
+        """The attacker's records known to be non-members (:func:`miarepro.splits.public`)."""
+        from miarepro.splits import public
+
+        return public({"population": self.population, "reference_pool": self.reference_pool})
+
+    @property
     def n_references(self) -> int:
         return int(self.reference_logits.shape[0])
 
@@ -126,6 +140,7 @@ class AttackContext:
 
 AttackFn = Callable[..., np.ndarray]
 FitFn = Callable[..., tuple[dict[str, np.ndarray], dict[str, Any]]]
+QuantileFn = Callable[..., tuple[np.ndarray, np.ndarray]]
 FIT_SCOPES = ("target", "references")
 
 
@@ -141,6 +156,7 @@ class AttackSpec:
     description: str
     fit: FitFn | None = None
     fit_scope: str = "target"
+    quantiles: QuantileFn | None = None
 
     def defaults(self) -> dict[str, Any]:
         """Default of every parameter: scoring ones (after ``ctx``) and fit ones (after
@@ -189,7 +205,7 @@ REGISTRY: dict[str, AttackSpec] = {}
 
 def register(
     name: str, *, needs_references: bool = False, needs_loo: bool = False, whitebox: bool = False,
-    fit: FitFn | None = None, fit_scope: str = "target",
+    fit: FitFn | None = None, fit_scope: str = "target", quantiles: QuantileFn | None = None,
 ) -> Callable[[AttackFn], AttackFn]:
     """Register ``fn`` as attack family ``name``; the first docstring line describes it.
 
@@ -211,7 +227,7 @@ def register(
         doc = (fn.__doc__ or "").strip().splitlines()
         REGISTRY[name] = AttackSpec(
             name, checked, needs_references, needs_loo, whitebox, doc[0] if doc else "",
-            fit, fit_scope,
+            fit, fit_scope, quantiles,
         )
         return fn
 

@@ -51,7 +51,20 @@ def _log_normal_pdf(x: np.ndarray, mean: np.ndarray, var: np.ndarray) -> np.ndar
     return -0.5 * ((x - mean) ** 2 / var + np.log(2 * np.pi * var))
 
 
-@register("lira", needs_references=True)
+def lira_quantiles(ctx: AttackContext, taus: np.ndarray,
+                   variance: Variance = "per_example",
+                   statistic: ScoreStatistic = "logit_confidence",
+                   **_: object) -> tuple[np.ndarray, np.ndarray]:
+    """LiRA's implied threshold: the ``taus`` quantiles of each sample's OUT Gaussian,
+    ``mu_out + s_out Phi^-1(tau)`` (QMIA's pinball comparison), on the first query."""
+    from scipy.stats import norm
+
+    fit = moments(ctx.reference_statistic(statistic), ctx.reference_in(), variance)
+    spread = np.sqrt(fit.var_out[0])[:, None] * norm.ppf(taus)[None]
+    return ctx.target_statistic(statistic)[0], fit.mean_out[0][:, None] + spread
+
+
+@register("lira", needs_references=True, quantiles=lira_quantiles)
 def lira(ctx: AttackContext, mode: Literal["online", "offline"] = "online",
          variance: Variance = "per_example",
          statistic: ScoreStatistic = "logit_confidence") -> np.ndarray:

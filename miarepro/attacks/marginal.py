@@ -15,7 +15,16 @@ from miarepro.attacks.base import AttackContext, register
 from miarepro.signals import Statistic
 
 
-@register("marginal")
+def marginal_quantiles(ctx: AttackContext, taus: np.ndarray, statistic: Statistic = "loss",
+                       **_: object) -> tuple[np.ndarray, np.ndarray]:
+    """The marginal baseline's threshold: one quantile of the statistic over the attacker's
+    public non-members, the same for every sample (Yeom et al.; QMIA's Lemma 1)."""
+    value = ctx.target_statistic(statistic).mean(axis=0)
+    public = ctx.target_statistic(statistic, ctx.public).mean(axis=0)
+    return value, np.broadcast_to(np.quantile(public, taus), (len(value), len(taus)))
+
+
+@register("marginal", quantiles=marginal_quantiles)
 def marginal(ctx: AttackContext, statistic: Statistic = "loss") -> np.ndarray:
     """Global threshold on one target statistic (LOSS, Attack-P, Marginal, Yeom)."""
     return ctx.target_statistic(statistic).mean(axis=0)

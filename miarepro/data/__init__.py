@@ -20,7 +20,14 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from miarepro.data import cinic, embedded, synthetic, tabular_archives, torchvision_sets
+from miarepro.data import (
+    cinic,
+    embedded,
+    synthetic,
+    tabular_archives,
+    tabular_benchmarks,
+    torchvision_sets,
+)
 from miarepro.data.dataset import Dataset
 from miarepro.data.download import DatasetUnavailable, fetch, require_file
 from miarepro.options import Range, check_value, evaluated_annotation, unknown
@@ -38,6 +45,7 @@ SOURCES: dict[str, Callable[..., Dataset]] = {
     "sm_synthetic": synthetic.sm_synthetic,
     "purchase_like": synthetic.purchase_like,
     "toy_sin": synthetic.toy_sin,
+    "tabular_like": synthetic.tabular_like,
     # real datasets, read from <root>/<source>/ (downloaded there only if the spec allows it)
     "cifar10": torchvision_sets.cifar10,
     "cifar100": torchvision_sets.cifar100,
@@ -46,6 +54,8 @@ SOURCES: dict[str, Callable[..., Dataset]] = {
     "purchase100": tabular_archives.purchase100,
     "texas100": tabular_archives.texas100,
     "cinic10": cinic.cinic10,
+    "openml_task": tabular_benchmarks.openml_task,
+    "acs": tabular_benchmarks.acs,
 }
 
 #: Spec keys handled here for every source, with their defaults.

@@ -173,3 +173,33 @@ def toy_sin(root: Path, n_samples: Positive = 500,
               "license": GENERATED, "noise_std": noise_std, "mode_std": mode_std,
               "seed": seed},
     )
+
+
+def tabular_like(root: Path, n_samples: Positive = 5000, n_features: Positive = 20,
+                 n_informative: Positive = 8, n_classes: Positive = 2,
+                 label_noise: Annotated[float, Range(0, 1)] = 0.1,
+                 class_sep: Annotated[float, Range(0, low_open=True)] = 1.0,
+                 seed: int = 0) -> Dataset:
+    """A generated stand-in for QMIA's tabular benchmarks (Grinsztajn et al.'s OpenML tasks,
+    about 5,000 records; ACS tasks): scikit-learn's ``make_classification`` (Gaussian clusters
+    on the vertices of a hypercube, informative, redundant and noise features), with a share
+    ``label_noise`` of labels drawn at random. Those records are what gradient-boosted trees
+    memorise, so ``label_noise`` sets the leakage of a CatBoost target."""
+    from sklearn.datasets import make_classification
+
+    _check_positive(n_samples=n_samples, n_features=n_features, n_informative=n_informative,
+                    n_classes=n_classes)
+    if n_informative > n_features:
+        raise ValueError(f"n_informative={n_informative} exceeds n_features={n_features}")
+    X, y = make_classification(
+        n_samples=n_samples, n_features=n_features, n_informative=n_informative,
+        n_redundant=min(2, n_features - n_informative), n_classes=n_classes,
+        flip_y=label_noise, class_sep=class_sep, random_state=seed)
+    return Dataset(
+        X=X.astype(np.float32), y=y.astype(np.int64), n_classes=n_classes,
+        input_shape=(n_features,), name="tabular_like",
+        meta={"source": "tabular_like",
+              "description": f"generated tabular classification (scikit-learn "
+                             f"make_classification, {n_informative} informative of {n_features}"
+                             f" features, label noise {label_noise:g})",
+              "license": GENERATED, "seed": seed})

@@ -1,0 +1,124 @@
+"""CatBoost models: QMIA's tabular targets and its tabular quantile regressor.
+
+Targets (``model: {arch: catboost, ...}``) are multi-class CatBoost classifiers whose raw
+scores are the logits; their signals are log-probabilities on every record, so every black-box
+attack runs on them unchanged. With ``trials > 0`` each model tunes its own hyperparameters by
+optuna with ``folds``-fold cross-validated log-loss on its own training set (QMIA §3.5: 5-fold CV
+on the private data; the paper gives no ranges, so Table 5's space is used). Reference models
+train the same way, as shadow models copy the target's training procedure.
+
+Every model is seeded, never writes ``catboost_info/`` and uses the thread count of its job.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+#: The targets' own search (the paper gives no ranges for it): Table 5's ranges, with the learning
+#: rate and the tree count floored (1e-3, 10 trees), so that every trial is a trained classifier.
+TARGET_SPACE = {"depth": {"low": 1, "high": 10},
+                "l2_leaf_reg": {"low": 1e-2, "high": 1e6, "log": True},
+                "learning_rate": {"low": 1e-3, "high": 1.0, "log": True},
+                "iterations": {"low": 10, "high": 1000, "log": True}}
+
+
+def _common(seed: int, threads: int) -> dict[str, Any]:
+    return {"random_seed": seed, "thread_count": threads, "verbose": 0,
+            "allow_writing_files": False}
+
+
+def _tree_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """CatBoost keywords of a recipe; subsampling needs Bernoulli bagging to apply."""
+    params = {key: settings[key] for key in ("iterations", "depth", "learning_rate",
+                                             "l2_leaf_reg") if key in settings}
+    params["iterations"] = int(params.get("iterations", 300))
+    if "depth" in params:
+        params["depth"] = int(params["depth"])
+    if "subsample" in settings:
+        params.update(bootstrap_type="Bernoulli", subsample=float(settings["subsample"]))
+    return params
+
+
+def classifier(X: np.ndarray, y: np.ndarray, n_classes: int, settings: dict[str, Any],
+               seed: int, threads: int) -> Any:
+    """A fitted multi-class CatBoost classifier (MultiClass loss even for two classes, so its
+    raw scores are one logit per class)."""
+    from catboost import CatBoostClassifier
+
+    model = CatBoostClassifier(loss_function="MultiClass", class_names=list(range(n_classes)),
+                               **_tree_settings(settings), **_common(seed, threads))
+    return model.fit(X, y)
+
+
+def logits(model: Any, X: np.ndarray) -> np.ndarray:
+    """``(1, M, C)`` float32 logits (CatBoost's raw multi-class scores), one query."""
+    raw = np.asarray(model.predict(X, prediction_type="RawFormulaVal"), dtype=np.float64)
+    return raw[None].astype(np.float32)
+
+
+def cross_validated_loss(X: np.ndarray, y: np.ndarray, n_classes: int,
+                         settings: dict[str, Any], folds: int, seed: int, threads: int) -> float:
+    """Mean held-out log-loss over stratified ``folds`` folds of ``(X, y)``."""
+    from scipy.special import log_softmax
+    from sklearn.model_selection import StratifiedKFold
+
+    losses = []
+    splitter = StratifiedKFold(folds, shuffle=True, random_state=seed % 2**31)
+    for train, test in splitter.split(X, y):
+        model = classifier(X[train], y[train], n_classes, settings, seed, threads)
+        log_p = log_softmax(logits(model, X[test])[0].astype(np.float64), axis=1)
+        losses.append(-log_p[np.arange(len(test)), y[test]].mean())
+    return float(np.mean(losses))
+
+
+def train_target(X: np.ndarray, y: np.ndarray, n_classes: int, spec: dict[str, Any], seed: int,
+                 threads: int) -> tuple[Any, dict[str, Any]]:
+    """Train one CatBoost model from its ``model`` spec, searching first if ``trials > 0``.
+
+    Returns the model and what its card records (chosen settings, the search's trial log).
+    """
+    settings = {k: v for k, v in spec.items() if k not in ("arch", "trials", "folds", "space")}
+    info: dict[str, Any] = {}
+    trials = int(spec.get("trials", 0))
+    if trials:
+        from miarepro import search
+
+        space = spec.get("space") or TARGET_SPACE
+        chosen, trial_log = search.run(
+            lambda params, _report: cross_validated_loss(
+                X, y, n_classes, {**settings, **params}, int(spec.get("folds", 5)), seed,
+                threads), space, trials, seed)
+        settings.update(chosen)
+        info["search"] = {"space": space, "chosen": chosen, "trials": trial_log,
+                          "folds": int(spec.get("folds", 5))}
+    info["settings"] = settings
+    return classifier(X, y, n_classes, settings, seed, threads), info
+
+
+def fit_quantiles(X: np.ndarray, scores: np.ndarray, head: str, taus: np.ndarray,
+                  recipe: dict[str, Any], seed: int) -> Any:
+    """QMIA's tabular regressor. Returns ``X -> (n, 2)`` ``(mu, log sigma)`` for the Gaussian
+    head (``RMSEWithUncertainty``, whose second output is the variance) or ``(n, L)`` quantiles
+    (``MultiQuantile``; CatBoost needs levels strictly inside (0, 1), so 0 becomes 1e-4)."""
+    import torch
+    from catboost import CatBoostRegressor
+
+    if head == "gaussian":
+        loss = "RMSEWithUncertainty"
+    else:
+        alphas = np.clip(taus, 1e-4, 1 - 1e-6)
+        loss = "MultiQuantile:alpha=" + ",".join(f"{a:.8g}" for a in alphas)
+    model = CatBoostRegressor(loss_function=loss, **_tree_settings(recipe),
+                              **_common(seed, torch.get_num_threads()))
+    model.fit(X.reshape(len(X), -1), scores)
+
+    def raw(features: np.ndarray) -> np.ndarray:
+        out = np.asarray(model.predict(features.reshape(len(features), -1)), dtype=np.float64)
+        out = out.reshape(len(features), -1)
+        if head == "gaussian":
+            return np.stack([out[:, 0], 0.5 * np.log(np.maximum(out[:, 1], 1e-12))], axis=1)
+        return out
+
+    return raw
