@@ -1,9 +1,10 @@
 """QMIA of Bertran et al. (2024), "Scalable Membership Inference Attacks via Quantile Regression".
 
 No reference model: a regressor ``q(x)`` learns, on public data known not to be members (the
-study's population, or its reference pool where it has none: QMIA's 50/50 split), the conditional distribution of the target's hinge score, and a sample is
-flagged at FPR ``a`` when its score reaches ``q_{1-a}(x)`` (:mod:`miarepro.quantile`). The
-fit (a ``fit`` job per target) predicts the distribution for every record once; scoring only
+study's population, or its reference pool where it has none: QMIA's 50/50 split), the
+conditional distribution of the target's hinge score, and a sample is flagged at FPR ``a`` when
+its score reaches ``q_{1-a}(x)`` (:mod:`miarepro.quantile`). The fit (a ``fit`` job per target)
+predicts the distribution for every record once; scoring only
 compares. With ``trials > 0`` the fit first searches ``space`` (Table 4 for neural
 regressors, Table 5 for CatBoost) with optuna, scoring trials on a held-out share of the public
 data: never on the audited members or non-members (the authors' code validates on them). The
