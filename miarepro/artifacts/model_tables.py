@@ -7,6 +7,7 @@ They read model and fit cards only, so they rebuild when those change, not when 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,16 @@ def _markdown(frame: pd.DataFrame) -> str:
 def _write(prefix: str, table: pd.DataFrame, title: str, intro: list[str]) -> None:
     io.write_table(prefix + ".csv", table)
     io.write_text(prefix + ".md", "\n".join([f"# {title}", "", *intro, "", _markdown(table), ""]))
+
+
+def _listed(settings: dict[str, Any], config: dict[str, Any]
+            ) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """``(study, its config, attack)`` for each listed attack that a listed study has."""
+    for study in studies_of(settings, config):
+        study_config = config["studies"][study]
+        for attack in settings["attacks"]:
+            if attack in study_config["attacks"]:
+                yield study, study_config, attack
 
 
 def _fit_card(results: str, study: str, study_config: dict[str, Any], attack: str,
@@ -52,13 +63,10 @@ def fit_inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -
     """The fit cards of the listed attacks (target 0), and the reference model cards the cost
     table compares them with."""
     files = []
-    for study in studies_of(settings, config):
-        study_config = config["studies"][study]
-        for attack in settings["attacks"]:
-            if attack in study_config["attacks"]:
-                files.append(_fit_card(results, study, study_config, attack))
-                if settings["builder"] == "fit_costs":
-                    files.append(_reference_card(results, study, study_config, attack))
+    for study, study_config, attack in _listed(settings, config):
+        files.append(_fit_card(results, study, study_config, attack))
+        if settings["builder"] == "fit_costs":
+            files.append(_reference_card(results, study, study_config, attack))
     return files
 
 
@@ -107,30 +115,26 @@ def search_table(name: str, settings: dict[str, Any], config: dict[str, Any],
     """The search space of each listed fit, the values its search chose and what the trials
     did, read from the fit card (target 0) where the trial log is saved."""
     rows, notes = [], []
-    for study in studies_of(settings, config):
-        study_config = config["studies"][study]
-        for attack in settings["attacks"]:
-            if attack not in study_config["attacks"]:
-                continue
-            card = io.read_json(_fit_card(RESULTS, study, study_config, attack))
-            search = card["info"].get("search")
-            if search is None:
-                raise ValueError(f"{name}: attack {attack!r} of study {study!r} runs no search "
-                                 "(give it trials > 0)")
-            states = pd.Series([t["state"] for t in search["trials"]]).value_counts()
-            notes.append(f"- **{study} / {attack}**: {len(search['trials'])} trials ("
-                         + ", ".join(f"{n} {s.lower()}" for s, n in states.items())
-                         + f"), best validation pinball loss {search['validation_loss']:.4g} "
-                         f"on {search['n_validation']} held-out public records; fit "
-                         f"{card['fit_seconds']:.1f} s")
-            paper = quantile.default_space(card["info"]["backbone"])
-            for key, spec in search["space"].items():
-                chosen = search["chosen"][key]
-                rows.append({"study": study, "attack": attack, "hyperparameter": key,
-                             "configuration": _describe(spec),
-                             "paper": _describe(paper[key]) if key in paper else "",
-                             "chosen": json.dumps(chosen) if not isinstance(chosen, float)
-                             else f"{chosen:.3g}"})
+    for study, study_config, attack in _listed(settings, config):
+        card = io.read_json(_fit_card(RESULTS, study, study_config, attack))
+        search = card["info"].get("search")
+        if search is None:
+            raise ValueError(f"{name}: attack {attack!r} of study {study!r} runs no search "
+                             "(give it trials > 0)")
+        states = pd.Series([t["state"] for t in search["trials"]]).value_counts()
+        notes.append(f"- **{study} / {attack}**: {len(search['trials'])} trials ("
+                     + ", ".join(f"{n} {s.lower()}" for s, n in states.items())
+                     + f"), best validation pinball loss {search['validation_loss']:.4g} "
+                     f"on {search['n_validation']} held-out public records; fit "
+                     f"{card['fit_seconds']:.1f} s")
+        paper = quantile.default_space(card["info"]["backbone"])
+        for key, spec in search["space"].items():
+            chosen = search["chosen"][key]
+            rows.append({"study": study, "attack": attack, "hyperparameter": key,
+                         "configuration": _describe(spec),
+                         "paper": _describe(paper[key]) if key in paper else "",
+                         "chosen": json.dumps(chosen) if not isinstance(chosen, float)
+                         else f"{chosen:.3g}"})
     _write(prefix, pd.DataFrame(rows), f"{name}: hyperparameter search",
            ["Search space as configured (optuna TPE sampler, successive-halving pruner) beside "
             "the paper's (Table 4 for neural regressors, Table 5 for CatBoost), and the values "
@@ -146,25 +150,21 @@ def fit_costs(name: str, settings: dict[str, Any], config: dict[str, Any], prefi
     the paper's claim that QMIA costs about one shadow model; the paper's GPU minutes beside."""
     papers = paper_values(name)
     rows = []
-    for study in studies_of(settings, config):
-        study_config = config["studies"][study]
-        for attack in settings["attacks"]:
-            if attack not in study_config["attacks"]:
-                continue
-            card = io.read_json(_fit_card(RESULTS, study, study_config, attack))
-            reference = io.read_json(_reference_card(RESULTS, study, study_config, attack))
-            searched = "search" in card["info"]
-            trials = len(card["info"]["search"]["trials"]) if searched else 0
-            paper = papers[(papers["attack"] == "qmia") & (papers["setting"] == (
-                "training+hpo" if searched else "training"))]
-            rows.append({
-                "study": study, "attack": attack, "search_trials": trials,
-                "fit_seconds": card["fit_seconds"], "device": reference.get("device", "?"),
-                "reference_train_seconds": reference["train_seconds"],
-                "fit_per_reference_model": round(card["fit_seconds"]
-                                                 / reference["train_seconds"], 2),
-                "paper_gpu_minutes": "; ".join(f"{r.dataset}: {r.value:g}"
-                                               for r in paper.itertuples()) or np.nan})
+    for study, study_config, attack in _listed(settings, config):
+        card = io.read_json(_fit_card(RESULTS, study, study_config, attack))
+        reference = io.read_json(_reference_card(RESULTS, study, study_config, attack))
+        searched = "search" in card["info"]
+        trials = len(card["info"]["search"]["trials"]) if searched else 0
+        paper = papers[(papers["attack"] == "qmia") & (papers["setting"] == (
+            "training+hpo" if searched else "training"))]
+        rows.append({
+            "study": study, "attack": attack, "search_trials": trials,
+            "fit_seconds": card["fit_seconds"], "device": reference.get("device", "?"),
+            "reference_train_seconds": reference["train_seconds"],
+            "fit_per_reference_model": round(card["fit_seconds"]
+                                             / reference["train_seconds"], 2),
+            "paper_gpu_minutes": "; ".join(f"{r.dataset}: {r.value:g}"
+                                           for r in paper.itertuples()) or np.nan})
     _write(prefix, pd.DataFrame(rows), f"{name}: cost of the quantile regressor",
            ["Fit seconds of the attack's own model (target 0; with a search: all trials) and "
             "the training seconds of one reference model of the same study, on the device of "
