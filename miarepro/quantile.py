@@ -97,13 +97,15 @@ def fit(X: np.ndarray, scores: np.ndarray, architecture: dict[str, Any], head: H
     recipe = {**default_recipe(architecture), **recipe}
     center, scale = float(scores.mean()), float(scores.std()) or 1.0
     standard = (scores - center) / scale
-    if architecture["arch"] == "catboost":
+    if architecture["arch"] == "catboost":  # one model, no epochs to report on
         from miarepro import boosting
 
         raw = boosting.fit_quantiles(X, standard, head, taus, recipe, seed)
     else:
+        if validation is not None:
+            validation = (validation[0], (validation[1] - center) / scale)
         raw = _fit_torch(X, standard, architecture, head, taus, recipe, seed, report,
-                         validation and (validation[0], (validation[1] - center) / scale))
+                         validation)
 
     def predict(features: np.ndarray) -> dict[str, np.ndarray]:
         out = raw(features)
