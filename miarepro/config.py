@@ -21,12 +21,6 @@ WORKFLOW_KEYS = frozenset(
     {"attack", "n_reference", "loo_models", "loo_records", "label", "paper_attack",
      "paper_setting", "reference_study"}
 )
-#: Settings an artifact builder cannot do without.
-REQUIRED_SETTINGS = {"paper_table": ("metrics",), "sweep": ("studies", "attacks", "x", "metrics"),
-                     "grid": ("studies", "attacks", "metrics"), "density": ("studies", "attacks"),
-                     "search_table": ("studies", "attacks"), "fit_costs": ("studies", "attacks")}
-#: Builders whose ``attacks`` need only be in some of their studies.
-ATTACKS_IN_SOME_STUDY = ("grid", "search_table", "fit_costs")
 #: What a study with ``models_from`` takes from its source: the models and how they were made.
 INHERITED = ("dataset", "split", "model", "training", "targets", "queries")
 
@@ -288,7 +282,7 @@ def _check_artifacts(config: dict[str, Any]) -> None:
                 raise _fail(where, "a paper table must be named by its artifact ID"
                             + did_you_mean(artifact, ARTIFACT_IDS) + f"; known: "
                             f"{list(ARTIFACT_IDS)}")
-        for key in REQUIRED_SETTINGS.get(settings["builder"], ()):
+        for key in builder.required:
             if key not in settings:
                 raise _fail(f"{where}.{key}", f"required by a {settings['builder']} artifact")
         if settings["builder"] in ("sweep", "density") and len(settings["studies"]) != 1:
@@ -300,10 +294,8 @@ def _check_artifacts(config: dict[str, Any]) -> None:
             if study not in config["studies"]:
                 raise _fail(f"{where}.studies", unknown("study", study, config["studies"]))
         for attack in settings.get("attacks", []):
-            # a grid's rows (a fit table's studies) each hold some of its attacks; other
-            # builders need all in each
             holders = [s for s in studies if attack in config["studies"][s]["attacks"]]
-            if not holders or (settings["builder"] not in ATTACKS_IN_SOME_STUDY
+            if not holders or (not builder.attacks_in_some_study
                                and len(holders) < len(studies)):
                 study = next(s for s in studies if s not in holders)
                 raise _fail(f"{where}.attacks", unknown(

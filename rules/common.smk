@@ -123,7 +123,7 @@ def artifact_inputs(wildcards):
 def artifact_params(wildcards):
     """The artifact's settings and the parts of the config it reads (reruns follow edits)."""
     settings = config["artifacts"][wildcards.name]
-    reads_studies = "studies" in artifact_builders.BUILDERS[settings["builder"]].keys
+    reads_studies = artifact_builders.BUILDERS[settings["builder"]].reads_studies
     return {"settings": settings,
             "studies": studies_read(settings, config) if reads_studies else {},
             "scale": config["scale"], "metrics": config["metrics"]}

@@ -36,6 +36,15 @@ class Builder:
     keys: tuple[str, ...] = ("studies",)  # the settings it reads besides ``builder``
     #: the files it reads, if not the attacks' scores and metrics (:func:`inputs`)
     inputs: Callable[[str, dict[str, Any], dict[str, Any]], list[str]] | None = None
+    required: tuple[str, ...] = ()  # the settings it cannot do without
+    #: its ``attacks`` need only be in some of its studies (a grid's rows, a fit table's
+    #: studies); otherwise every listed study must have every listed attack
+    attacks_in_some_study: bool = False
+
+    @property
+    def reads_studies(self) -> bool:
+        """Whether it reads studies (its inputs and reruns follow their config)."""
+        return "studies" in self.keys
 
     def outputs(self, results: str, name: str, config: dict[str, Any]) -> list[str]:
         return [f"{results}/artifacts/{name}{suffix}" for suffix in SUFFIXES[self.kind]]
@@ -277,18 +286,21 @@ BUILDERS: dict[str, Builder] = {
     "claims": Builder("table", _lazy("claims", "build"),
                       "the papers' claims: holds / fails / inconclusive"),
     "paper_table": Builder("table", paper_table, "a paper's table, ours beside theirs",
-                           ("studies", "metrics")),
+                           ("studies", "metrics"), required=("metrics",)),
     "roc": Builder("figure", _lazy("figures", "roc_figure"), "log-log ROC curves",
                    ("studies", "attacks", "title")),
     "sweep": Builder("figure", _lazy("figures", "sweep_figure"),
                      "a metric against one attack parameter",
-                     ("studies", "attacks", "x", "series", "metrics", "title")),
+                     ("studies", "attacks", "x", "series", "metrics", "title"),
+                     required=("studies", "attacks", "x", "metrics")),
     "grid": Builder("figure", _lazy("figures", "grid_figure"),
                     "a metric for every target x reference model pair",
-                    ("studies", "attacks", "metrics", "title")),
+                    ("studies", "attacks", "metrics", "title"),
+                    required=("studies", "attacks", "metrics"), attacks_in_some_study=True),
     "density": Builder("figure", _lazy("density", "density_figure"),
                        "one hard non-member's score densities and thresholds per attack",
-                       ("studies", "attacks", "title"), inputs=_lazy("density", "inputs")),
+                       ("studies", "attacks", "title"), inputs=_lazy("density", "inputs"),
+                       required=("studies", "attacks")),
     "toy_regression": Builder("figure", _lazy("toy_regression", "toy_regression_figure"),
                               "BMIA's toy regression: "
                               "quantile regression vs a Laplace BNN",
@@ -299,10 +311,12 @@ BUILDERS: dict[str, Builder] = {
                               inputs=_lazy("model_tables", "accuracy_inputs")),
     "search_table": Builder("table", _lazy("model_tables", "search_table"),
                             "hyperparameter search spaces and chosen values (QMIA Tables 4, 5)",
-                            ("studies", "attacks"), inputs=_lazy("model_tables", "fit_inputs")),
+                            ("studies", "attacks"), inputs=_lazy("model_tables", "fit_inputs"),
+                            required=("studies", "attacks"), attacks_in_some_study=True),
     "fit_costs": Builder("table", _lazy("model_tables", "fit_costs"),
                          "fit seconds with and without a search against one reference model",
-                         ("studies", "attacks"), inputs=_lazy("model_tables", "fit_inputs")),
+                         ("studies", "attacks"), inputs=_lazy("model_tables", "fit_inputs"),
+                         required=("studies", "attacks"), attacks_in_some_study=True),
 }
 
 

@@ -11,8 +11,8 @@ from miarepro.artifacts.builders import BUILDERS
 def status(artifact_id: str, entry: dict[str, Any], config: dict[str, Any]) -> str:
     if artifact_id in config["artifacts"]:
         settings = config["artifacts"][artifact_id]
-        reads_studies = "studies" in BUILDERS[settings["builder"]].keys
-        studies = settings.get("studies", list(config["studies"])) if reads_studies else []
+        studies = (settings.get("studies", list(config["studies"]))
+                   if BUILDERS[settings["builder"]].reads_studies else [])
         deviations = sorted({d for s in studies for d in config["studies"][s]["deviations"]}
                             | set(settings.get("deviations", [])))
         covered = sorted({config["studies"][s].get("paper_dataset") or s for s in studies})
