@@ -94,6 +94,10 @@ class AttackContext:
     target_index: int = 0
     seed: int = 0
     study: StudyHandle | None = field(default=None, compare=False, repr=False)
+    #: statistics of the reference models on the audit, computed once per context: the score
+    #: and the implied quantiles of one attack both read them (not copied by ``replace``)
+    _audit_statistics: dict[str, np.ndarray] = field(default_factory=dict, init=False,
+                                                     compare=False, repr=False)
 
     @property
     def public(self) -> np.ndarray:
@@ -116,9 +120,18 @@ class AttackContext:
 
         Computed one model and a few thousand samples at a time, on the requested samples only,
         so no float64 copy of the whole ``(K, A, M, C)`` logits array is made (at 64 models x
-        50,000 samples x 100 classes the float32 logits alone are 1.3 GB).
+        50,000 samples x 100 classes the float32 logits alone are 1.3 GB). On the audit (no
+        ``indices``) the result is kept and returned read-only.
         """
-        idx = self.audit if indices is None else np.asarray(indices)
+        if indices is None:
+            if name not in self._audit_statistics:
+                values = self._reference_statistic(name, self.audit)
+                values.flags.writeable = False
+                self._audit_statistics[name] = values
+            return self._audit_statistics[name]
+        return self._reference_statistic(name, np.asarray(indices))
+
+    def _reference_statistic(self, name: str, idx: np.ndarray) -> np.ndarray:
         logits = self.reference_logits
         n_models, n_queries, n_classes = logits.shape[0], logits.shape[1], logits.shape[-1]
         if n_models == 0:
