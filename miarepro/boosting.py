@@ -34,9 +34,9 @@ def _tree_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """CatBoost keywords of a recipe; subsampling needs Bernoulli bagging to apply."""
     params = {key: settings[key] for key in ("iterations", "depth", "learning_rate",
                                              "l2_leaf_reg") if key in settings}
-    params["iterations"] = int(params.get("iterations", 300))
-    if "depth" in params:
-        params["depth"] = int(params["depth"])
+    for key in ("iterations", "depth"):  # a search may hand back floats
+        if key in params:
+            params[key] = int(params[key])
     if "subsample" in settings:
         params.update(bootstrap_type="Bernoulli", subsample=float(settings["subsample"]))
     return params
@@ -78,22 +78,26 @@ def train_target(X: np.ndarray, y: np.ndarray, n_classes: int, spec: dict[str, A
                  threads: int) -> tuple[Any, dict[str, Any]]:
     """Train one CatBoost model from its ``model`` spec, searching first if ``trials > 0``.
 
-    Returns the model and what its card records (chosen settings, the search's trial log).
+    Unset keys take the defaults that :func:`miarepro.models.catboost` documents. Returns the
+    model and what its card records (chosen settings, the search's trial log).
     """
+    from miarepro.models import catboost
+    from miarepro.options import parameters
+
+    spec = {**{p.name: p.default for p in parameters(catboost, skip=2)}, **spec}
     settings = {k: v for k, v in spec.items() if k not in ("arch", "trials", "folds", "space")}
     info: dict[str, Any] = {}
-    trials = int(spec.get("trials", 0))
-    if trials:
+    if spec["trials"]:
         from miarepro import search
 
-        space = spec.get("space") or TARGET_SPACE
+        space = spec["space"] or TARGET_SPACE
         chosen, trial_log = search.run(
             lambda params, _report: cross_validated_loss(
-                X, y, n_classes, {**settings, **params}, int(spec.get("folds", 5)), seed,
-                threads), space, trials, seed)
+                X, y, n_classes, {**settings, **params}, spec["folds"], seed, threads),
+            space, spec["trials"], seed)
         settings.update(chosen)
         info["search"] = {"space": space, "chosen": chosen, "trials": trial_log,
-                          "folds": int(spec.get("folds", 5))}
+                          "folds": spec["folds"]}
     info["settings"] = settings
     return classifier(X, y, n_classes, settings, seed, threads), info
 
