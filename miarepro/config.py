@@ -18,7 +18,7 @@ from miarepro.options import did_you_mean, unknown
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "config" / "schema.yaml"
 # Keys of an attack entry that the workflow consumes; the rest are the attack's own parameters.
 WORKFLOW_KEYS = frozenset(
-    {"attack", "n_reference", "loo_models", "loo_records", "label", "paper_attack",
+    {"attack", "n_reference", "loo_models", "loo_records", "records", "label", "paper_attack",
      "paper_setting", "reference_study"}
 )
 #: What a study with ``models_from`` takes from its source: the models and how they were made.
@@ -257,11 +257,13 @@ def _check_attack_sizes(at: str, entry: dict[str, Any], spec: Any,
     if spec.name == "rmia" and sizes["population"] < 1:
         raise _fail(at, "RMIA compares with population records, but the split has none "
                     "(split.fractions.population or split.population_fraction)")
-    records = entry.get("loo_records", 0)
     most = 2 * min(sizes["members"], sizes["nonmembers"])
-    if records > most:
-        raise _fail(f"{at}.loo_records", f"{records} is more than the {most} the audit can "
-                    f"balance ({sizes['members']} members, {sizes['nonmembers']} non-members)")
+    for key in ("loo_records", "records"):
+        records = entry.get(key, 0)
+        if records > most:
+            raise _fail(f"{at}.{key}", f"{records} is more than the {most} the audit can "
+                        f"balance ({sizes['members']} members, {sizes['nonmembers']} "
+                        "non-members)")
 
 
 def _check_artifacts(config: dict[str, Any]) -> None:

@@ -207,7 +207,9 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
     ``reference_signals`` are the files ``.../reference/<index>.npy`` of every reference model
     any target uses (see :func:`miarepro.splits.reference_indices`). Leave-one-out attacks
     score target 0 only: the leave-one-out models are trained from its training set. Returns
-    the seconds the attack itself took on each target (inference time, without I/O).
+    the seconds the attack itself took on each target (inference time, without I/O). An
+    attack entry's ``records`` restricts each target's audit to that many records, half
+    members (:func:`miarepro.splits.balanced_records`).
     ``nonmembers="ood"`` audits each target's members against the dataset's out-of-distribution
     records instead of its test part. Attacks that imply a quantile threshold (see
     :mod:`miarepro.attacks.base`) also get a ``pinball@<fpr>`` column per FPR of ``fprs``: each
@@ -231,6 +233,9 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
                                  fit_paths[target] if fit_paths else None, nonmembers, study)
         if spec.needs_loo:
             context = dataclasses.replace(context, audit=loo_records, loo_logits=loo_logits)
+        elif attack.get("records"):
+            context = dataclasses.replace(context, audit=splits.balanced_records(
+                context.audit, context.target_mask, context.seed, attack["records"]))
         audit = context.audit
         start = time.perf_counter()
         values = np.asarray(spec.fn(context, **params), dtype=np.float64)

@@ -170,17 +170,25 @@ def training_mask(split: dict[str, np.ndarray], role: str, index: int) -> np.nda
 
 
 def loo_records(split: dict[str, np.ndarray], count: int) -> np.ndarray:
-    """The ``count`` audited records that get leave-one-out models (IHA's L-attack).
+    """The ``count`` audited records that get leave-one-out models (IHA's L-attack): the
+    :func:`balanced_records` of target 0."""
+    return balanced_records(split["audit"], training_mask(split, "target", 0),
+                            int(split["seed"]), count)
 
-    Members and non-members of target 0 alternate, each drawn in a seeded order, so asking for
-    more records keeps the first ones (and their already-trained models).
+
+def balanced_records(audit: np.ndarray, member: np.ndarray, seed: int, count: int) -> np.ndarray:
+    """``count`` audited records, members and non-members alternating (``member``: the
+    target's membership over the dataset), each drawn in an order seeded by ``seed``.
+
+    Asking for more records keeps the first ones, and on target 0 an attack's ``records``
+    subset and the leave-one-out records are the same: IHA compares attacks on one sample.
     """
-    audit = split["audit"]
-    member = training_mask(split, "target", 0)[audit]
-    rng = np.random.default_rng([int(split["seed"]), ROLE_IDS["loo"]])
-    members, outsiders = rng.permutation(audit[member]), rng.permutation(audit[~member])
+    is_member = member[audit]
+    rng = np.random.default_rng([seed, ROLE_IDS["loo"]])
+    members, outsiders = rng.permutation(audit[is_member]), rng.permutation(audit[~is_member])
     if count > 2 * min(len(members), len(outsiders)):
-        raise ValueError(f"cannot pick {count} balanced leave-one-out records from the audit set")
+        raise ValueError(f"cannot pick {count} balanced records from the audit set "
+                         f"({len(members)} members, {len(outsiders)} non-members)")
     records = np.empty(count, dtype=np.int64)
     records[0::2] = members[: (count + 1) // 2]
     records[1::2] = outsiders[: count // 2]

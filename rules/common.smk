@@ -123,7 +123,14 @@ def artifact_inputs(wildcards):
 def artifact_params(wildcards):
     """The artifact's settings and the parts of the config it reads (reruns follow edits)."""
     settings = config["artifacts"][wildcards.name]
-    reads_studies = artifact_builders.BUILDERS[settings["builder"]].reads_studies
+    builder = artifact_builders.BUILDERS[settings["builder"]]
+    # claims read the paper dataset and setting each artifact maps its studies to
+    # (claims.stands_for, claims.find_attack)
+    keys = ("studies", "paper_dataset", "default_setting")
+    mapped = ({name: {k: a[k] for k in keys if k in a} for name, a in config["artifacts"].items()
+               if "paper_dataset" in a or "default_setting" in a}
+              if settings["builder"] == "claims" else {})
     return {"settings": settings,
-            "studies": studies_read(settings, config) if reads_studies else {},
-            "scale": config["scale"], "metrics": config["metrics"]}
+            "studies": (studies_read(settings, config, builder.regime)
+                        if builder.reads_studies else {}),
+            "scale": config["scale"], "metrics": config["metrics"], "artifacts": mapped}

@@ -4,5 +4,5 @@ from miarepro.artifacts.builders import build
 sm = snakemake  # noqa: F821 - injected by Snakemake
 logs.setup(sm)
 params = sm.params.artifact
-config = {"scale": params["scale"], "studies": params["studies"], "metrics": params["metrics"]}
+config = {key: params[key] for key in ("scale", "studies", "metrics", "artifacts")}
 build(sm.wildcards.name, params["settings"], config, sm.output[0])

@@ -289,7 +289,7 @@ def test_paper_rows_without_an_attack_instance_are_shown_as_not_run():
     study = {"paper_dataset": "purchase100", "attacks": {
         "p": {"paper_attack": "attack_p"}, "l8": {"paper_attack": "lira_offline",
                                                   "paper_setting": "n=8"}}}
-    rows = _rows_not_run("BMIA-T1", papers, "s", study, ["tpr@1%"])
+    rows = _rows_not_run("BMIA-T1", papers, "s", study, {"metrics": ["tpr@1%"]})
     shown = {(r["attack"], r["paper"], r["ours_text"]) for r in rows}
     assert shown == {("no_such_attack", 1.08, "not implemented yet"),
                      ("lira_offline (n=2)", 1.87, "not run in this study")}

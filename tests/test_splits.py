@@ -88,6 +88,20 @@ def test_loo_records_alternate_members_and_grow_as_prefixes():
     assert records[2] not in loo and len(loo) == len(target) - 1
 
 
+def test_balanced_records_of_target_zero_are_the_loo_records():
+    """An attack's ``records`` subset and the leave-one-out records coincide on target 0, so
+    IHA's agreement table compares every attack on the same records."""
+    split = splits.make_split(400, BALANCED)
+    mask = splits.training_mask(split, "target", 0)
+    subset = splits.balanced_records(split["audit"], mask, int(split["seed"]), 8)
+    np.testing.assert_array_equal(subset, splits.loo_records(split, 8))
+    other = splits.balanced_records(split["audit"], splits.training_mask(split, "target", 1),
+                                    int(split["seed"]), 8)
+    assert splits.training_mask(split, "target", 1)[other].tolist() == [True, False] * 4
+    with pytest.raises(ValueError, match="cannot pick 1000 balanced records"):
+        splits.balanced_records(split["audit"], mask, 0, 1000)
+
+
 def test_bad_specs_fail_with_the_key():
     with pytest.raises(ValueError, match="unknown part"):
         splits.make_split(10, {"scheme": "partition", "seed": 0, "fractions": {"train": 0.5}})

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -83,9 +84,14 @@ TINY = {
         "bal": {
             "paper": "iha", "dataset": "tiny", "targets": 2,
             "split": {"scheme": "balanced", "seed": 1, "population_fraction": 0.2},
-            "model": {"arch": "mlp", "widths": [32]},
-            "training": {"epochs": 6, "lr": 0.1, "batch_size": 32},
-            "attacks": {"loss": {"attack": "marginal", "statistic": "loss"}},
+            "model": {"arch": "mlp", "widths": [8]},
+            "training": {"epochs": 6, "lr": 0.1, "batch_size": 32, "momentum": 0.9,
+                         "weight_decay": 5e-4},
+            "attacks": {"loss": {"attack": "marginal", "statistic": "loss"},
+                        # IHA and SIF share one Hessian fit per target; CG fits no Hessian
+                        "iha": {"attack": "iha"},
+                        "sif": {"attack": "sif", "eps": 0.5},
+                        "iha-cg": {"attack": "iha", "solver": "cg", "records": 40}},
         },
     },
     "artifacts": {
@@ -104,6 +110,11 @@ TINY = {
         "QMIA-T6": {"builder": "paper_table", "studies": ["tab"],
                     "metrics": ["pinball@1%", "precision@10%"]},
         "QMIA-X1": {"builder": "fit_costs", "studies": ["part", "tab"], "attacks": ["qmia"]},
+        "IHA-T1": {"builder": "threat_models"},
+        "IHA-T5a": {"builder": "agreement", "studies": ["bal"], "attacks": ["loss", "iha"],
+                    "fpr": 0.1},
+        "IHA-T6": {"builder": "attack_costs", "studies": ["bal"],
+                   "attacks": ["iha", "iha-cg", "loss"]},
     },
 }
 
@@ -198,7 +209,8 @@ def test_editing_training_reruns_only_that_study(workflow):
     edited = copy.deepcopy(TINY)
     edited["studies"]["bal"]["training"]["epochs"] = 7
     jobs = planned_jobs(workflow, edited)
-    assert jobs.get("train") == 2 and jobs.get("score") == 1, jobs
+    # its two targets, the Hessian fits of each (exact and CG) and its four attacks
+    assert jobs.get("train") == 2 and jobs.get("fit") == 4 and jobs.get("score") == 4, jobs
     assert "dataset" not in jobs and "split" not in jobs
     assert all("study=bal" in w for w in planned_wildcards(workflow, edited, "train"))
 
@@ -268,6 +280,43 @@ def test_one_artifact_runs_only_the_jobs_it_needs(tmp_path):
     assert jobs == {"dataset": 1, "split": 2, "train": 6, "fit": 6, "score": 5,
                     "table": 1}, jobs
     assert "study=bal" not in output
+
+
+def test_iha_and_sif_share_the_hessian_fit_and_cg_scores_its_records(workflow):
+    fits = workflow / "results/studies/bal/fits"
+    assert sorted(str(p.relative_to(fits)) for p in fits.glob("*/*.npz")) == [
+        f"hessian-chunk_size=256-solver={solver}/{target}.npz"
+        for solver in ("cg", "exact") for target in (0, 1)]
+    cg = pd.read_parquet(workflow / "results/studies/bal/scores/iha-cg.parquet")
+    assert cg.groupby("target")["member"].agg(["size", "sum"]).values.tolist() == [[40, 20]] * 2
+    exact = pd.read_parquet(workflow / "results/studies/bal/scores/iha.parquet")
+    both = cg.merge(exact, on=["sample", "target"], suffixes=("_cg", "_exact"))
+    assert len(both) == 80 and np.corrcoef(both["score_cg"], both["score_exact"])[0, 1] > 0.99
+
+
+def test_iha_tables(workflow):
+    artifacts = workflow / "results/artifacts"
+    assert pd.read_csv(artifacts / "IHA-T1.csv")["matches_paper"].all()
+    agreement = pd.read_csv(artifacts / "IHA-T5a.csv")
+    scores = pd.read_parquet(workflow / "results/studies/bal/scores/iha.parquet").query(
+        "target == 0")
+    outsiders = np.sort(scores.loc[~scores["member"], "score"])
+    threshold = outsiders[len(outsiders) - int(0.1 * len(outsiders)) - 1]
+    tpr = (scores.loc[scores["member"], "score"] > threshold).mean()
+    truth = agreement.query("attack == 'iha' and versus == 'ground_truth'")
+    assert truth["population"].tolist() == ["members"]
+    assert truth["agreement"].iloc[0] == pytest.approx(tpr, abs=1e-3)
+    assert set(agreement["population"]) == {"members", "nonmembers"}
+    costs = pd.read_csv(artifacts / "IHA-T6.csv").set_index("attack")
+    assert costs.loc["iha", "precompute_seconds"] > 0 == costs.loc["loss", "precompute_seconds"]
+    assert costs.loc["iha", "paper_seconds_per_sample"] == pytest.approx(0.16)
+
+
+def test_editing_iha_damping_rescores_without_refitting(workflow):
+    edited = copy.deepcopy(TINY)
+    edited["studies"]["bal"]["attacks"]["iha"]["eps"] = 0.1
+    jobs = planned_jobs(workflow, edited)
+    assert "fit" not in jobs and "train" not in jobs and jobs.get("score") == 1, jobs
 
 
 def test_a_derived_study_audits_the_source_models_with_ood_nonmembers(workflow):

@@ -40,6 +40,8 @@ class Builder:
     #: its ``attacks`` need only be in some of its studies (a grid's rows, a fit table's
     #: studies); otherwise every listed study must have every listed attack
     attacks_in_some_study: bool = False
+    #: it shows where each study's target sits (the regime section): it reads the baseline
+    regime: bool = False
 
     @property
     def reads_studies(self) -> bool:
@@ -56,8 +58,15 @@ def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> li
     builder = BUILDERS[settings["builder"]]
     if builder.inputs is not None:
         return builder.inputs(results, settings, config)
+    return score_inputs(results, settings, config, builder.regime)
+
+
+def score_inputs(results: str, settings: dict[str, Any], config: dict[str, Any],
+                 regime: bool = False) -> list[str]:
+    """The files of :func:`inputs` for the attacks an artifact reads (and, with ``regime``,
+    the regime's baseline)."""
     files = []
-    for study, study_config in studies_read(settings, config).items():
+    for study, study_config in studies_read(settings, config, regime).items():
         for attack in study_config["attacks"]:
             files += [str(res.score_path(results, study, attack)),
                       str(res.metrics_path(results, study, attack)),
@@ -188,18 +197,29 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
     value is looked up in ``paper_values.csv`` by artifact, the study's ``paper_dataset``, the
     attack and its ``paper_setting``. Percent metrics are reported in percent, like the papers.
     A regime section shows where each study's target sits against the paper's setting.
+    ``default_setting`` is the paper's setting that instances without a ``paper_setting``
+    stand for (IHA Table 8: damping 0.2, the setting of the main results); ``attacks`` keeps
+    only those instances; ``paper_dataset`` shows the paper's numbers for that dataset where
+    the miniature runs a table on a stand-in for another one (IHA Tables 4 and 9).
     """
     from miarepro.artifacts.catalog import paper_values
 
     papers = paper_values(name)
     metrics = list(settings["metrics"])
     studies = studies_of(settings, config)
+    default = settings.get("default_setting", "")
     rows = []
     for study in studies:
         study_config = config["studies"][study]
+        if "paper_dataset" in settings:  # the miniature runs this table on a stand-in
+            study_config = {**study_config, "paper_dataset": settings["paper_dataset"]}
         table = res.study_metrics(RESULTS, study, study_config,
                                   [m for m in metrics if m != COMPUTE])
+        if "attacks" in settings:
+            table = table[table["attack"].isin(settings["attacks"])]
         for row in table[table["paper_attack"].notna()].to_dict("records"):
+            if pd.isna(row["paper_setting"]) or not row["paper_setting"]:
+                row["paper_setting"] = default
             if COMPUTE in metrics:  # minutes of the models and fit the attack needs, no CI
                 minutes = _compute_seconds(RESULTS, study, row["attack"], study_config) / 60
                 row.update({COMPUTE: minutes, f"{COMPUTE}_low": minutes,
@@ -221,7 +241,7 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
                     "ours_text": (f"{row[metric]:.2f}" if metric == COMPUTE
                                   else res.format_estimate(row, metric)),
                 })
-        rows += _rows_not_run(name, papers, study, study_config, metrics)
+        rows += _rows_not_run(name, papers, study, study_config, settings, default)
     table = pd.DataFrame(rows)
     io.write_table(prefix + ".csv", table.drop(columns="ours_text"))
     wide = pd.DataFrame([
@@ -245,12 +265,13 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
 
 
 def _rows_not_run(name: str, papers: pd.DataFrame, study: str, study_config: dict[str, Any],
-                  metrics: list[str]) -> list[dict[str, Any]]:
+                  settings: dict[str, Any], default: str = "") -> list[dict[str, Any]]:
     """The paper's rows for the study's dataset that none of its attack instances reproduces,
     with the paper's numbers and why ours are missing, so a table never hides a row."""
-    dataset = study_config.get("paper_dataset")
-    done = {(a.get("paper_attack"), a.get("paper_setting") or "")
-            for a in study_config["attacks"].values()}
+    dataset, metrics = study_config.get("paper_dataset"), settings["metrics"]
+    shown = settings.get("attacks", list(study_config["attacks"]))
+    done = {(a.get("paper_attack"), a.get("paper_setting") or default)
+            for name, a in study_config["attacks"].items() if name in shown}
     papers = for_model(papers, study_config.get("paper_model"))
     printed = papers[(papers["dataset"] == dataset) & papers["metric"].isin(metrics)]
     rows = []
@@ -286,7 +307,9 @@ BUILDERS: dict[str, Builder] = {
     "claims": Builder("table", _lazy("claims", "build"),
                       "the papers' claims: holds / fails / inconclusive"),
     "paper_table": Builder("table", paper_table, "a paper's table, ours beside theirs",
-                           ("studies", "metrics"), required=("metrics",)),
+                           ("studies", "metrics", "attacks", "default_setting",
+                            "paper_dataset"),
+                           required=("metrics",), attacks_in_some_study=True, regime=True),
     "roc": Builder("figure", _lazy("figures", "roc_figure"), "log-log ROC curves",
                    ("studies", "attacks", "title")),
     "sweep": Builder("figure", _lazy("figures", "sweep_figure"),
@@ -317,6 +340,17 @@ BUILDERS: dict[str, Builder] = {
                          "fit seconds with and without a search against one reference model",
                          ("studies", "attacks"), inputs=_lazy("model_tables", "fit_inputs"),
                          required=("studies", "attacks"), attacks_in_some_study=True),
+    "threat_models": Builder("table", _lazy("iha_tables", "threat_models"),
+                             "what each attack reads, beside IHA Table 1", (),
+                             inputs=lambda *_: []),
+    "agreement": Builder("table", _lazy("iha_tables", "agreement"),
+                         "pairwise decision agreement at one FPR (IHA Table 5)",
+                         ("studies", "attacks", "fpr", "paper_dataset"),
+                         required=("studies", "attacks", "fpr")),
+    "attack_costs": Builder("table", _lazy("iha_tables", "attack_costs"),
+                            "precompute and per-record seconds and memory (IHA Table 6)",
+                            ("studies", "attacks"), inputs=_lazy("iha_tables", "cost_inputs"),
+                            required=("studies", "attacks")),
 }
 
 

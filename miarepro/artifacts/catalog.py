@@ -161,7 +161,8 @@ def _paper_values() -> pd.DataFrame:
 #: Paper attack names (``paper_values.csv``) that an attack family of another name implements;
 #: every other paper attack is implemented by the family of its own name, if registered.
 FAMILY_OF = {"attack_p": "marginal", "loss": "marginal", "yeom": "marginal", "marginal":
-             "marginal", "lira_offline": "lira", "lira_online": "lira", "shadow_bb": "shadow"}
+             "marginal", "lira_offline": "lira", "lira_online": "lira", "shadow_bb": "shadow",
+             "iha_cg": "iha"}
 
 
 def implemented(paper_attack: str) -> bool:

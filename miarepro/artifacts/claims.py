@@ -134,13 +134,20 @@ def claim_paper_value(claim: Claim, dataset: str, spec: dict[str, str],
                                spec["attack"], spec.get("setting"), claim.metric, model)
 
 
-def find_attack(study_config: dict[str, Any], spec: dict[str, str]) -> str | None:
-    """The study's attack instance reproducing ``{attack, setting}`` of the paper, if any."""
-    for name, attack in study_config["attacks"].items():
-        if (attack.get("paper_attack") == spec["attack"]
-                and (attack.get("paper_setting") or "") == spec.get("setting", "")):
-            return name
-    return None
+def find_attack(study_config: dict[str, Any], spec: dict[str, str],
+                records: int | None = None, default: str = "") -> str | None:
+    """The study's attack instance reproducing ``{attack, setting}`` of the paper, if any;
+    instances without a ``paper_setting`` stand for ``default`` (the artifact's
+    ``default_setting``).
+
+    Among several, the one that scores ``records`` records (None: the whole audit) comes
+    first, so that a claim compares two attacks on the same records (IHA's exact vs CG).
+    """
+    matches = [name for name, attack in study_config["attacks"].items()
+               if attack.get("paper_attack") == spec["attack"]
+               and (attack.get("paper_setting") or default) == spec.get("setting", "")]
+    same = [name for name in matches if study_config["attacks"][name].get("records") == records]
+    return (same or matches or [None])[0]
 
 
 def strongest_rival(study: str, study_config: dict[str, Any], claim: Claim) -> str | None:
@@ -155,18 +162,32 @@ def strongest_rival(study: str, study_config: dict[str, Any], claim: Claim) -> s
                                                              name)[claim.metric].value)
 
 
+def stands_for(claim: Claim, study: str, config: dict[str, Any]) -> str | None:
+    """The paper dataset ``study`` stands for in the claim's artifact: the artifact's own
+    ``paper_dataset`` where the miniature runs that table on a stand-in (IHA Tables 4 and 9
+    on MNIST for Purchase-100(S)), else the study's."""
+    settings = config["artifacts"].get(claim.artifact, {})
+    if "paper_dataset" in settings and study in settings.get("studies", ()):
+        return settings["paper_dataset"]
+    return config["studies"][study].get("paper_dataset")
+
+
 def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
     """One row per (claim, study) the configuration can evaluate."""
     rows = []
     for study in studies:
         study_config = config["studies"][study]
-        dataset = study_config.get("paper_dataset")
         for claim in load_claims(study_config["paper"]):
+            dataset = stands_for(claim, study, config)
             if dataset not in claim.datasets:
                 continue
-            names = [find_attack(study_config, claim.a)]
+            default = config["artifacts"].get(claim.artifact, {}).get("default_setting", "")
+            other = (find_attack(study_config, claim.b, default=default)
+                     if claim.b is not None else None)
+            records = study_config["attacks"][other].get("records") if other else None
+            names = [find_attack(study_config, claim.a, records, default)]
             if claim.b is not None:
-                names.append(find_attack(study_config, claim.b))
+                names.append(other)
             elif claim.kind == "matched_best":
                 names.append(strongest_rival(study, study_config, claim))
             paper = [claim_paper_value(claim, dataset, spec, study_config.get("paper_model"))

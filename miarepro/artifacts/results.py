@@ -23,17 +23,21 @@ def studies_of(settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
     return list(settings.get("studies", config["studies"]))
 
 
-def studies_read(settings: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+def studies_read(settings: dict[str, Any], config: dict[str, Any],
+                 regime: bool = False) -> dict[str, Any]:
     """The configs of the studies an artifact reads, with only the attacks it reads.
 
-    A figure naming its ``attacks`` neither reads nor reruns for the study's other attacks.
+    An artifact naming its ``attacks`` neither reads nor reruns for the study's other attacks,
+    except, for tables with a ``regime`` section, the regime's baseline.
     """
     studies = {}
     for study in studies_of(settings, config):
         study_config = config["studies"][study]
         if "attacks" in settings:
+            baseline = study_config.get("regime", {}).get("baseline") if regime else None
             study_config = {**study_config, "attacks": {
-                name: study_config["attacks"][name] for name in settings["attacks"]
+                name: study_config["attacks"][name]
+                for name in [*settings["attacks"], *([baseline] if baseline else [])]
                 if name in study_config["attacks"]}}
         studies[study] = study_config
     return studies

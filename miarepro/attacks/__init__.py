@@ -4,6 +4,7 @@ from miarepro.attacks import (  # noqa: F401
     attack_r,
     bmia,
     calibrated,
+    iha,
     lira,
     loo,
     marginal,

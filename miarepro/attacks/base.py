@@ -170,6 +170,11 @@ class AttackSpec:
     fit: FitFn | None = None
     fit_scope: str = "target"
     quantiles: QuantileFn | None = None
+    #: families that register one fit function under one ``fit_name`` share their fits
+    fit_name: str = ""
+    #: reads the target's training set beyond the audited record (IHA's leave-one-out
+    #: knowledge: the attacker knows every training record but the audited one)
+    knows_training_set: bool = False
 
     def defaults(self) -> dict[str, Any]:
         """Default of every parameter: scoring ones (after ``ctx``) and fit ones (after
@@ -204,12 +209,13 @@ class AttackSpec:
         """
         settings = {p.name: p.default for p in parameters(self.fit, skip=2)}
         settings.update(self.split_params(params)[0])
-        parts = [self.name] + ([f"n{n_reference}"] if self.fit_scope == "references" else [])
+        parts = [self.fit_name or self.name]
+        parts += [f"n{n_reference}"] if self.fit_scope == "references" else []
         parts += [f"{key}={value}" for key, value in sorted(settings.items())]
         key = "-".join(str(part) for part in parts)
         if len(key) > 80 or not all(c.isalnum() or c in "-_=." for c in key):
             digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-            key = f"{self.name}-{digest[:12]}"
+            key = f"{parts[0]}-{digest[:12]}"
         return key
 
 
@@ -219,6 +225,7 @@ REGISTRY: dict[str, AttackSpec] = {}
 def register(
     name: str, *, needs_references: bool = False, needs_loo: bool = False, whitebox: bool = False,
     fit: FitFn | None = None, fit_scope: str = "target", quantiles: QuantileFn | None = None,
+    fit_name: str = "", knows_training_set: bool = False,
 ) -> Callable[[AttackFn], AttackFn]:
     """Register ``fn`` as attack family ``name``; the first docstring line describes it.
 
@@ -240,7 +247,7 @@ def register(
         doc = (fn.__doc__ or "").strip().splitlines()
         REGISTRY[name] = AttackSpec(
             name, checked, needs_references, needs_loo, whitebox, doc[0] if doc else "",
-            fit, fit_scope, quantiles,
+            fit, fit_scope, quantiles, fit_name, knows_training_set,
         )
         return fn
 

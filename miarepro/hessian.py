@@ -1,0 +1,233 @@
+"""Curvature of a model's training loss, for IHA and SIF (white-box influence attacks).
+
+The model becomes a function of one flat parameter vector (:class:`FlatLoss`), so that
+``torch.func`` gives, without a Python loop over samples:
+
+- per-sample gradients: ``vmap(grad(loss of one sample))``;
+- Hessian-vector products: reverse-over-reverse, the pullback of ``grad(L)`` recorded once
+  per data batch and applied to many vectors by ``vmap``;
+- the exact Hessian: those products on the basis vectors, a chunk of columns at a time, so
+  peak memory is the ``P x P`` result plus one chunk (``torch.func.hessian`` would hold
+  the whole ``P x P x batch`` intermediate);
+- conjugate-gradient solves ``(H + eps I) x = b`` on many right-hand sides at once, the
+  Hessian never formed (Koh and Liang 2017; IHA's "approximate" variant).
+
+An exact Hessian is decomposed once (:class:`Spectrum`); damping ``1/(s + eps)`` and the
+low-rank pseudo-inverse are then re-weightings of its eigenvalues, so trying another ``eps``
+costs one matrix product and never an inverse of an ill-conditioned matrix. Everything runs
+in float64: IHA subtracts terms of similar size, and its checks compare to 1e-5.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call, grad, vjp, vmap
+
+from miarepro.training import per_sample_loss
+
+Conditioning = Literal["damping", "low_rank"]
+
+
+class FlatLoss:
+    """The training loss of ``model`` as a function of a flat parameter vector ``theta``.
+
+    ``loss(theta, X, y)`` is the mean per-sample loss (the unregularised ``L`` of IHA's
+    Assumption 1; weight decay is the optimiser's, not the loss's). Buffers (batch-norm
+    statistics) are held fixed at their trained values.
+    """
+
+    def __init__(self, model: nn.Module, loss: str = "cross_entropy",
+                 dtype: torch.dtype = torch.float64) -> None:
+        self.model = model.to(dtype).eval()
+        self.loss_name, self.dtype = loss, dtype
+        named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
+        self.names = [name for name, _ in named]
+        self.shapes = [p.shape for _, p in named]
+        self.sizes = [p.numel() for _, p in named]
+        self.theta = torch.cat([p.detach().reshape(-1) for _, p in named])
+        self.buffers = dict(model.named_buffers())
+
+    @property
+    def size(self) -> int:
+        return int(self.theta.numel())
+
+    def _params(self, theta: torch.Tensor) -> dict[str, torch.Tensor]:
+        pieces = torch.split(theta, self.sizes)
+        return {name: piece.view(shape)
+                for name, piece, shape in zip(self.names, pieces, self.shapes, strict=True)}
+
+    def logits(self, theta: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+        return functional_call(self.model, (self._params(theta), self.buffers), (X,))
+
+    def loss(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return per_sample_loss(self.loss_name, self.logits(theta, X), y).mean()
+
+    def tensors(self, X: np.ndarray, y: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        return (torch.as_tensor(X).to(self.theta.device, self.dtype),
+                torch.as_tensor(y).to(self.theta.device))
+
+
+def _batches(n: int, size: int) -> Iterator[slice]:
+    for start in range(0, n, size):
+        yield slice(start, min(start + size, n))
+
+
+def per_sample_gradients(flat: FlatLoss, X: np.ndarray, y: np.ndarray,
+                         batch_size: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(n, P)`` gradients of each sample's loss and its ``(n,)`` losses, by ``vmap``."""
+
+    def one(theta: torch.Tensor, x: torch.Tensor, label: torch.Tensor) -> torch.Tensor:
+        return flat.loss(theta, x[None], label[None])
+
+    value_and_grad = vmap(torch.func.grad_and_value(one), in_dims=(None, 0, 0))
+    inputs, labels = flat.tensors(X, y)
+    grads, losses = [], []
+    for rows in _batches(len(labels), batch_size):
+        g, value = value_and_grad(flat.theta, inputs[rows], labels[rows])
+        grads.append(g)
+        losses.append(value)
+    return torch.cat(grads), torch.cat(losses)
+
+
+def mean_gradient(flat: FlatLoss, X: np.ndarray, y: np.ndarray,
+                  batch_size: int = 2048) -> torch.Tensor:
+    """``(P,)`` gradient of the mean loss over all of ``X``."""
+    inputs, labels = flat.tensors(X, y)
+    total = torch.zeros_like(flat.theta)
+    for rows in _batches(len(labels), batch_size):
+        total += grad(flat.loss)(flat.theta, inputs[rows], labels[rows]) * (
+            rows.stop - rows.start)
+    return total / len(labels)
+
+
+def hvp_function(flat: FlatLoss, X: np.ndarray, y: np.ndarray,
+                 batch_size: int = 2048) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``V (k, P) -> (H V^T)^T`` for the Hessian ``H`` of the mean loss over ``X``.
+
+    Reverse-over-reverse products: the gradient of each data batch is differentiated once
+    (``vjp``) and its pullback is applied to the ``k`` vectors at once (``vmap``), weighted by
+    the batch's size; ``H`` is never formed. Reusing the pullbacks is what makes repeated
+    products cheap (conjugate gradients, the columns of :func:`hessian`): on a 100-class
+    MLP it is four times faster than forward-over-reverse (measured).
+    """
+    inputs, labels = flat.tensors(X, y)
+    n = len(labels)
+    pullbacks = []
+    for rows in _batches(n, batch_size):
+        gradient = grad(lambda t, rows=rows: flat.loss(t, inputs[rows], labels[rows]))
+        pullbacks.append((vjp(gradient, flat.theta)[1], (rows.stop - rows.start) / n))
+
+    def products(vectors: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros_like(vectors)
+        for pullback, weight in pullbacks:
+            out += vmap(lambda v, pullback=pullback: pullback(v)[0])(vectors) * weight
+        return out
+
+    return products
+
+
+def hessian(flat: FlatLoss, X: np.ndarray, y: np.ndarray, chunk_size: int = 256,
+            batch_size: int = 2048, progress: Callable[[int, int], None] | None = None
+            ) -> torch.Tensor:
+    """Exact ``(P, P)`` Hessian of the mean loss over ``X``, ``chunk_size`` columns at a time.
+
+    ``progress(done, total)`` is called after each chunk (long Hessians log their progress).
+    """
+    products = hvp_function(flat, X, y, batch_size)
+    size = flat.size
+    out = torch.empty(size, size, dtype=flat.dtype, device=flat.theta.device)
+    for columns in _batches(size, chunk_size):
+        basis = torch.zeros(columns.stop - columns.start, size, dtype=flat.dtype,
+                            device=flat.theta.device)
+        basis[torch.arange(len(basis)), torch.arange(columns.start, columns.stop)] = 1.0
+        out[columns] = products(basis)
+        if progress is not None:
+            progress(columns.stop, size)
+    # symmetric up to rounding; not symmetrised, as ``eigh`` reads one triangle only and a
+    # transposed copy of a 22,532-parameter Hessian would cost 8 GB and much of the time
+    return out
+
+
+@dataclass(frozen=True)
+class Spectrum:
+    """Eigendecomposition ``H = U diag(s) U^T`` of a symmetric Hessian."""
+
+    values: torch.Tensor   # (P,) ascending
+    vectors: torch.Tensor  # (P, P), columns are eigenvectors
+
+    @classmethod
+    def of(cls, matrix: torch.Tensor) -> Spectrum:
+        values, vectors = torch.linalg.eigh(matrix)
+        return cls(values, vectors)
+
+    def inverse_weights(self, eps: float, conditioning: Conditioning = "damping"
+                        ) -> torch.Tensor:
+        """Eigenvalue weights of the conditioned inverse (IHA Appendix E).
+
+        ``damping``: ``1 / (s + eps)``, exactly the inverse of ``H + eps I`` (the Hessian is
+        indefinite away from a perfect minimum; eigenvalues below ``-eps`` keep their sign, as
+        a solve with ``H + eps I`` would).
+        ``low_rank``: ``1 / s`` on the eigenpairs with ``s > eps``, 0 elsewhere (pseudo-inverse
+        of the well-conditioned subspace).
+        """
+        if conditioning == "damping":
+            return 1.0 / (self.values + eps)
+        if conditioning == "low_rank":
+            keep = self.values > eps
+            return torch.where(keep, 1.0 / torch.where(keep, self.values, 1.0), 0.0)
+        raise ValueError(f"unknown conditioning {conditioning!r}; known: ['damping', 'low_rank']")
+
+    def project(self, vectors: torch.Tensor) -> torch.Tensor:
+        """Coordinates ``(k, P)`` of ``vectors (k, P)`` in the eigenbasis."""
+        return vectors @ self.vectors
+
+    def solve(self, vectors: torch.Tensor, eps: float,
+              conditioning: Conditioning = "damping") -> torch.Tensor:
+        """``(k, P)`` conditioned inverse-Hessian-vector products."""
+        return (self.project(vectors) * self.inverse_weights(eps, conditioning)) @ self.vectors.T
+
+
+@dataclass(frozen=True)
+class SolveReport:
+    iterations: int
+    max_relative_residual: float
+
+
+def conjugate_gradient(products: Callable[[torch.Tensor], torch.Tensor], rhs: torch.Tensor,
+                       damping: float, iterations: int = 100, tolerance: float = 1e-6
+                       ) -> tuple[torch.Tensor, SolveReport]:
+    """Solve ``(H + damping I) x = b`` for each row ``b`` of ``rhs (k, P)`` by conjugate
+    gradients, all rows at once; ``products`` computes ``H V`` row-wise.
+
+    A row stops updating once its residual is below ``tolerance * |b|``. CG assumes a
+    positive-definite system: a direction of negative curvature (``p^T A p <= 0``) ends that
+    row's iterations where it is, as Koh and Liang's damped solver does in effect.
+    """
+    x = torch.zeros_like(rhs)
+    residual = rhs.clone()
+    direction = residual.clone()
+    norm_b = rhs.norm(dim=1).clamp_min(1e-300)
+    squared = (residual * residual).sum(1)
+    active = squared.sqrt() > tolerance * norm_b
+    iteration = 0
+    while iteration < iterations and bool(active.any()):
+        iteration += 1
+        applied = products(direction) + damping * direction
+        curvature = (direction * applied).sum(1)
+        active = active & (curvature > 0)
+        step = torch.where(active, squared / curvature.clamp_min(1e-300), 0.0)
+        x += step[:, None] * direction
+        residual -= step[:, None] * applied
+        new_squared = (residual * residual).sum(1)
+        beta = torch.where(active, new_squared / squared.clamp_min(1e-300), 0.0)
+        direction = residual + beta[:, None] * direction
+        squared = new_squared
+        active = active & (squared.sqrt() > tolerance * norm_b)
+    relative = float((squared.sqrt() / norm_b).max()) if len(rhs) else 0.0
+    return x, SolveReport(iteration, relative)
