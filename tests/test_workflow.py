@@ -312,11 +312,21 @@ def test_iha_tables(workflow):
     assert costs.loc["iha", "paper_seconds_per_sample"] == pytest.approx(0.16)
 
 
-def test_editing_iha_damping_rescores_without_refitting(workflow):
+@pytest.mark.parametrize("edit", [{"eps": 0.1}, {"terms": ["I1", "I2"]}, {"fraction": 0.5},
+                                  {"conditioning": "low_rank"}, {"records": 20}])
+def test_editing_an_iha_scoring_option_rescores_without_refitting(workflow, edit):
     edited = copy.deepcopy(TINY)
-    edited["studies"]["bal"]["attacks"]["iha"]["eps"] = 0.1
+    edited["studies"]["bal"]["attacks"]["iha"].update(edit)
     jobs = planned_jobs(workflow, edited)
     assert "fit" not in jobs and "train" not in jobs and jobs.get("score") == 1, jobs
+
+
+def test_editing_the_hessian_fit_refits_both_attacks_that_share_it(workflow):
+    edited = copy.deepcopy(TINY)
+    for attack in ("iha", "sif"):
+        edited["studies"]["bal"]["attacks"][attack]["chunk_size"] = 64
+    jobs = planned_jobs(workflow, edited)
+    assert jobs.get("fit") == 2 and jobs.get("score") == 2 and "train" not in jobs, jobs
 
 
 def test_a_derived_study_audits_the_source_models_with_ood_nonmembers(workflow):
