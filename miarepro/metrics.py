@@ -53,6 +53,14 @@ def tpr_at_fpr(member: np.ndarray, score: np.ndarray, fpr: float) -> float:
     return float(curve_tpr[curve_fpr <= fpr + 1e-12].max())
 
 
+def decisions_at_fpr(member: np.ndarray, score: np.ndarray, fpr: float) -> np.ndarray:
+    """Member calls at the threshold :func:`tpr_at_fpr` reports: the lowest ROC threshold
+    whose FPR is at most ``fpr`` (``score >= threshold``)."""
+    curve_fpr, _, thresholds = roc(member, score)
+    threshold = thresholds[np.flatnonzero(curve_fpr <= fpr + 1e-12)[-1]]
+    return np.asarray(score, dtype=np.float64) >= threshold
+
+
 def precision_at_fpr(member: np.ndarray, score: np.ndarray, fpr: float) -> float:
     """QMIA's precision ``TPR / (TPR + FPR)`` at the conservative operating point for ``fpr``.
 

@@ -84,3 +84,13 @@ def test_rejects_bad_input():
         metrics.auc(np.ones(3, dtype=bool), np.zeros(3))
     with pytest.raises(ValueError, match="NaN"):
         metrics.auc(np.array([1, 0], dtype=bool), np.array([np.nan, 0.0]))
+
+
+def test_decisions_at_fpr_are_the_calls_behind_tpr_at_fpr():
+    rng = np.random.default_rng(3)
+    member = rng.random(400) < 0.5
+    score = np.round(rng.normal(member * 0.8, 1.0), 1)  # rounded: many ties
+    for fpr in (0.01, 0.05, 0.3):
+        calls = metrics.decisions_at_fpr(member, score, fpr)
+        assert calls[~member].mean() <= fpr
+        assert calls[member].mean() == pytest.approx(metrics.tpr_at_fpr(member, score, fpr))

@@ -167,9 +167,10 @@ def stands_for(claim: Claim, study: str, config: dict[str, Any]) -> str | None:
     ``paper_dataset`` where the miniature runs that table on a stand-in (IHA Tables 4 and 9
     on MNIST for Purchase-100(S)), else the study's."""
     settings = config["artifacts"].get(claim.artifact, {})
-    if "paper_dataset" in settings and study in settings.get("studies", ()):
-        return settings["paper_dataset"]
-    return config["studies"][study].get("paper_dataset")
+    study_config = config["studies"][study]
+    if study in settings.get("studies", ()):
+        study_config = builders.with_paper_dataset(study_config, settings)
+    return study_config.get("paper_dataset")
 
 
 def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:

@@ -8,9 +8,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from miarepro import io
+from miarepro import io, metrics
 from miarepro.artifacts import results as res
-from miarepro.artifacts.builders import _fit_cards, _markdown, _model_cards, scale_note
+from miarepro.artifacts.builders import (
+    _fit_cards,
+    _markdown,
+    _model_cards,
+    scale_note,
+    with_paper_dataset,
+)
 from miarepro.artifacts.catalog import paper_value, paper_values
 from miarepro.artifacts.results import RESULTS, studies_of
 
@@ -62,14 +68,6 @@ def threat_models(name: str, settings: dict[str, Any], config: dict[str, Any],
 GROUND_TRUTH = "ground_truth"
 
 
-def _decisions(scores: pd.DataFrame, fpr: float) -> np.ndarray:
-    """Member decisions at the largest threshold whose FPR on the non-members is <= ``fpr``."""
-    outsiders = np.sort(scores.loc[~scores["member"], "score"].to_numpy())
-    allowed = int(np.floor(fpr * len(outsiders)))
-    threshold = outsiders[len(outsiders) - allowed - 1] if allowed < len(outsiders) else -np.inf
-    return scores["score"].to_numpy() > threshold
-
-
 def agreement(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
     """How often two attacks make the same call at one FPR (IHA Table 5): above the diagonal
     on the members, below it on the non-members; the ground-truth column / row is each
@@ -80,18 +78,16 @@ def agreement(name: str, settings: dict[str, Any], config: dict[str, Any], prefi
                        "Upper triangle: share of members on which the row and column attacks "
                        "agree; lower triangle: the same on non-members. Ground truth (GT): the "
                        "attack's TPR (upper) and TNR (lower). Each attack thresholds its own "
-                       "scores at the largest value whose FPR is at most the target FPR. "
+                       "scores at the lowest threshold whose FPR is at most the target FPR. "
                        "Ours (paper).", ""]
     for study in studies_of(settings, config):
-        study_config = config["studies"][study]
-        if "paper_dataset" in settings:  # the miniature runs this table on a stand-in
-            study_config = {**study_config, "paper_dataset": settings["paper_dataset"]}
+        study_config = with_paper_dataset(config["studies"][study], settings)
         attacks = list(settings["attacks"])
         frames = [io.read_table(res.score_path(RESULTS, study, a)).query("target == 0")
                   .set_index("sample") for a in attacks]
         common = sorted(set.intersection(*(set(f.index) for f in frames)))
         member = frames[0].loc[common, "member"].to_numpy(dtype=bool)
-        decisions = {a: _decisions(f.loc[common].reset_index(), fpr)
+        decisions = {a: metrics.decisions_at_fpr(member, f.loc[common, "score"].to_numpy(), fpr)
                      for a, f in zip(attacks, frames, strict=True)}
         decisions[GROUND_TRUTH] = member
         keys = {a: study_config["attacks"][a].get("paper_attack", a) for a in attacks}
