@@ -15,7 +15,11 @@ def status(artifact_id: str, entry: dict[str, Any], config: dict[str, Any]) -> s
                    if BUILDERS[settings["builder"]].reads_studies else [])
         deviations = sorted({d for s in studies for d in config["studies"][s]["deviations"]}
                             | set(settings.get("deviations", [])))
+        if not studies and not deviations:  # built from the code alone, whatever the scale
+            return "reproduced (independent of scale)"
         covered = sorted({config["studies"][s].get("paper_dataset") or s for s in studies})
+        if "paper_dataset" in settings:  # run on a stand-in (IHA Tables 4, 5 and 9)
+            covered = [f"{settings['paper_dataset']} (on the {', '.join(covered)} stand-in)"]
         scope = f" for {', '.join(covered)}" if entry["needs"] else ""
         rest = f"; the rest needs {', '.join(entry['needs'])}" if entry["needs"] else ""
         if config["scale"] == "paper" and not deviations:
