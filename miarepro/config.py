@@ -151,6 +151,7 @@ def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> N
             raise _fail(f"{where}.attacks.{whitebox[0]}", "a white-box attack needs a torch "
                         "model; this study's models are catboost")
     sizes = _split_sizes(where, study, config)
+    _check_dp(where, study, sizes)
     for attack_name, entry in study["attacks"].items():
         at = f"{where}.attacks.{attack_name}"
         try:
@@ -186,6 +187,25 @@ def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> N
     baseline = study.get("regime", {}).get("baseline")
     if baseline is not None and baseline not in study["attacks"]:
         raise _fail(f"{where}.regime.baseline", unknown("attack", baseline, study["attacks"]))
+
+
+def _check_dp(where: str, study: dict[str, Any], sizes: dict[str, int]) -> None:
+    """A ``training.dp`` block's guarantee must hold for every model the study trains: its
+    delta is checked against the largest training set (target or reference half), and a
+    CatBoost study, which ignores ``training``, may not claim one."""
+    from miarepro.privacy import check_dp
+
+    dp = study["training"].get("dp")
+    if dp is None:
+        return
+    if study["model"]["arch"] == "catboost":
+        raise _fail(f"{where}.training.dp", "DP-SGD trains torch models; catboost models "
+                    "ignore the training recipe")
+    largest = max(sizes["members"], sizes["reference_pool"] // 2) if sizes else None
+    try:
+        check_dp(dp, largest, f"{where}.training.dp")
+    except ValueError as error:
+        raise ConfigError(f"config key {error}") from None
 
 
 def _check_reference_study(at: str, study: dict[str, Any], entry: dict[str, Any],
@@ -303,20 +323,23 @@ def _check_artifacts(config: dict[str, Any]) -> None:
                 raise _fail(f"{where}.attacks", unknown(
                     "attack", attack, config["studies"][study]["attacks"],
                     f"study {study!r}"))
-        _check_measured(settings, config["metrics"]["fprs"], where)
+        _check_measured(settings, config["metrics"], where)
 
 
-def _check_measured(settings: dict[str, Any], fprs: list[float], where: str) -> None:
-    """An artifact can only show metrics the score jobs measure (``metrics.fprs``)."""
+def _check_measured(settings: dict[str, Any], metrics: dict[str, Any], where: str) -> None:
+    """An artifact can only show metrics the score jobs measure (``metrics.fprs`` and
+    ``metrics.calibration``)."""
     from miarepro.artifacts.builders import COMPUTE
     from miarepro.artifacts.figures import SECONDS
-    from miarepro.uncertainty import metric_names, pinball_name
+    from miarepro.uncertainty import decision_metric_names, metric_names, pinball_name
 
-    measured = metric_names(fprs) + [pinball_name(fpr) for fpr in fprs]
+    fprs = metrics["fprs"]
+    measured = (metric_names(fprs) + [pinball_name(fpr) for fpr in fprs]
+                + decision_metric_names(metrics["calibration"]))
     for fpr in settings.get("fprs", []):
         if f"tpr@{fpr * 100:g}%" not in measured:
             raise _fail(f"{where}.fprs", f"{fpr} is not in metrics.fprs {fprs}")
     for metric in settings.get("metrics", []):
         if metric not in measured and metric not in (COMPUTE, SECONDS):
             raise _fail(f"{where}.metrics", unknown("metric", metric, measured)
-                        + " (add its FPR to metrics.fprs)")
+                        + " (add its FPR to metrics.fprs or its level to metrics.calibration)")

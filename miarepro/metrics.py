@@ -105,6 +105,27 @@ def decision_metrics(member: np.ndarray, predicted: np.ndarray) -> dict[str, flo
     }
 
 
+def class_thresholds(score: np.ndarray, labels: np.ndarray, alpha: float,
+                     n_classes: int) -> np.ndarray:
+    """Stolen Memories' Algorithm 3: per class ``y``, the ``alpha``-th percentile of the
+    attack's scores on records of class ``y`` known to be non-members, ``sort(P_y)[alpha |P_y|]``.
+
+    Calling "member" above it gives each class a false-positive rate of about ``1 - alpha``.
+    A class without such records takes the threshold of all classes pooled.
+    """
+    score, labels = np.asarray(score, dtype=np.float64), np.asarray(labels)
+    if not len(score):
+        raise ValueError("calibration needs scores of known non-members")
+
+    def percentile(values: np.ndarray) -> float:
+        ordered = np.sort(values)
+        return float(ordered[min(int(alpha * len(ordered)), len(ordered) - 1)])
+
+    pooled = percentile(score)
+    return np.array([percentile(score[labels == c]) if np.any(labels == c) else pooled
+                     for c in range(n_classes)])
+
+
 def summary(
     member: np.ndarray, score: np.ndarray, fprs: Iterable[float] = DEFAULT_FPRS
 ) -> dict[str, float]:

@@ -160,11 +160,19 @@ class StudyFiles:
     def recipe(self) -> dict[str, Any]:
         return dict(self._recipe)
 
-    def load_model(self, role: str, index: int) -> Any:
+    def meta(self) -> dict[str, Any]:
+        """The dataset card's ``meta`` (a generator's true parameters, the source, ...)."""
+        return dict(self.card["meta"])
+
+    def new_model(self) -> Any:
+        """A fresh, untrained model of the study's architecture (attack-side copies)."""
         from miarepro.models import build_model
 
-        model = build_model(self.architecture, tuple(self.card["input_shape"]),
-                            self.card["n_classes"])
+        return build_model(self.architecture, tuple(self.card["input_shape"]),
+                           self.card["n_classes"])
+
+    def load_model(self, role: str, index: int) -> Any:
+        model = self.new_model()
         state = io.load_checkpoint(self.model_dir / role / f"{index}.pt")
         model.load_state_dict(state)
         return model.eval()
@@ -201,7 +209,8 @@ def fit(settings: dict[str, Any], study: StudyFiles, group: int, arrays_path: st
 def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_signals: list[str],
           reference_signals: list[str], loo_signals: list[str], output: str,
           study: StudyFiles | None = None, fit_paths: list[str] = (),
-          nonmembers: str = "test", fprs: list[float] = ()) -> list[float]:
+          nonmembers: str = "test", fprs: list[float] = (),
+          calibration: list[float] = ()) -> list[float]:
     """Run one attack instance on every target of a study and write its scores table.
 
     ``reference_signals`` are the files ``.../reference/<index>.npy`` of every reference model
@@ -214,6 +223,8 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
     records instead of its test part. Attacks that imply a quantile threshold (see
     :mod:`miarepro.attacks.base`) also get a ``pinball@<fpr>`` column per FPR of ``fprs``: each
     sample's pinball loss of the implied ``1 - fpr`` quantile (meaningful on non-members).
+    Attacks with a decision threshold also get their member calls (:func:`decision_columns`),
+    calibrated on each target's :func:`calibration_records` at each level of ``calibration``.
     """
     import pandas as pd
 
@@ -237,19 +248,52 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
             context = dataclasses.replace(context, audit=splits.balanced_records(
                 context.audit, context.target_mask, context.seed, attack["records"]))
         audit = context.audit
+        held_out = calibration_records(context) if spec.threshold is not None else audit[:0]
         start = time.perf_counter()
-        values = np.asarray(spec.fn(context, **params), dtype=np.float64)
+        values = np.asarray(spec.fn(dataclasses.replace(
+            context, audit=np.concatenate([audit, held_out])), **params), dtype=np.float64)
         seconds.append(time.perf_counter() - start)
-        if values.shape != audit.shape:
+        if values.shape != (len(audit) + len(held_out),):
             raise RuntimeError(f"attack {spec.name!r} returned shape {values.shape}, "
-                               f"expected {audit.shape}")
+                               f"expected {(len(audit) + len(held_out),)}")
+        values, held_out_values = values[: len(audit)], values[len(audit):]
         frame = pd.DataFrame({"sample": audit, "target": target,
                               "member": context.target_mask[audit], "score": values})
         if spec.quantiles is not None and len(fprs):
             frame = frame.assign(**_pinball_columns(spec, context, params, fprs))
+        if spec.threshold is not None:
+            frame = frame.assign(**decision_columns(
+                values, labels[audit], spec.threshold, held_out_values, labels[held_out],
+                calibration))
         frames.append(frame)
     io.write_table(output, pd.concat(frames, ignore_index=True))
     return seconds
+
+
+def calibration_records(context: AttackContext) -> np.ndarray:
+    """Stolen Memories' Algorithm 3 calibrates on the attacker's hold-out records, which the
+    target never saw: the repetition's reference pool, whole (the paper does not state the
+    sample size). Empty where that pool is the audit itself (balanced splits)."""
+    pool = np.asarray(context.reference_pool)
+    return pool[:0] if np.isin(pool, context.audit).any() else pool
+
+
+def decision_columns(values: np.ndarray, labels: np.ndarray, threshold: float,
+                     held_out_values: np.ndarray, held_out_labels: np.ndarray,
+                     levels: list[float]) -> dict[str, np.ndarray]:
+    """Member calls of an attack with a decision rule: ``decision`` (score above its own
+    threshold) and, per calibration level ``a``, ``decision@cal<100a>`` (score above the
+    class's Algorithm 3 threshold on the hold-out scores; none without hold-out records)."""
+    from miarepro.metrics import class_thresholds
+    from miarepro.uncertainty import decision_name
+
+    columns = {decision_name(None): values > threshold}
+    if len(held_out_values):
+        n_classes = int(max(labels.max(), held_out_labels.max())) + 1
+        for level in levels:
+            tau = class_thresholds(held_out_values, held_out_labels, level, n_classes)
+            columns[decision_name(level)] = values > tau[labels]
+    return columns
 
 
 def _pinball_columns(spec: Any, context: AttackContext, params: dict[str, Any],

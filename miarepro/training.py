@@ -2,14 +2,16 @@
 
 One recipe serves all papers: SGD (momentum, Nesterov, weight decay) or Adam, step decay by
 ``gamma`` at milestones given as fractions of the epochs, cross-entropy or MSE (IHA's logistic
-regression), optional flip/crop augmentation for images. Everything is seeded: initialisation
-and data order come from one ``torch.Generator``.
+regression), optional flip/crop augmentation for images, and with a ``dp`` block DP-SGD
+(:mod:`miarepro.privacy`). Everything is seeded: initialisation and data order come from one
+``torch.Generator``.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from miarepro import privacy
 from miarepro.models import build_model
 
 log = logging.getLogger(__name__)
@@ -69,27 +72,59 @@ def train_model(
     X: np.ndarray, y: np.ndarray, train_indices: np.ndarray, architecture: dict[str, Any],
     recipe: dict[str, Any], n_classes: int, seed: int, eval_indices: np.ndarray | None = None,
 ) -> TrainedModel:
-    """Train ``architecture`` on ``X[train_indices]`` with ``recipe``; log one line per epoch."""
+    """Train ``architecture`` on ``X[train_indices]`` with ``recipe``; log one line per epoch.
+
+    A recipe with a ``dp`` block trains by DP-SGD (:mod:`miarepro.privacy`) and adds the
+    privacy it spent to the card; without one, training is plain minibatch SGD/Adam.
+    """
     recipe = {**DEFAULT_RECIPE, **recipe}
+    if recipe.get("dp") is not None:  # a bad block fails before anything is built
+        privacy.check_dp(recipe["dp"], len(train_indices))
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     dev = device()
     model = build_model(architecture, X.shape[1:], n_classes).to(dev)
-    params = [p for p in model.parameters() if p.requires_grad]
-    if recipe["optimizer"] == "sgd":
-        optimizer = torch.optim.SGD(
-            params, lr=recipe["lr"], momentum=recipe["momentum"], nesterov=recipe["nesterov"],
-            weight_decay=recipe["weight_decay"])
-    elif recipe["optimizer"] == "adam":
-        optimizer = torch.optim.Adam(params, lr=recipe["lr"], weight_decay=recipe["weight_decay"])
-    else:
-        raise ValueError(f"unknown optimizer {recipe['optimizer']!r}; known: ['adam', 'sgd']")
+    optimizer = make_optimizer([p for p in model.parameters() if p.requires_grad], recipe)
     epochs = int(recipe["epochs"])
     milestones = sorted({round(f * epochs) for f in recipe["milestones"]})
     schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones, recipe["gamma"])
     inputs = torch.as_tensor(X[train_indices], device=dev)
     labels = torch.as_tensor(y[train_indices], device=dev)
     start = time.perf_counter()
+    if recipe.get("dp") is None:
+        _train_plain(model, optimizer, schedule, inputs, labels, recipe, generator)
+        spent: dict[str, Any] = {}
+    else:
+        spent = _train_private(model, architecture, optimizer, schedule, inputs, labels, recipe,
+                               generator, seed)
+    seconds = time.perf_counter() - start
+    info: dict[str, Any] = {"seed": seed, "train_seconds": round(seconds, 3),
+                            "n_train": len(train_indices), "device": str(dev), **spent}
+    info["train_accuracy"] = accuracy(model, X[train_indices], y[train_indices])
+    if eval_indices is not None and len(eval_indices):
+        info["test_accuracy"] = accuracy(model, X[eval_indices], y[eval_indices])
+    return TrainedModel(model, info)
+
+
+def make_optimizer(params: list[nn.Parameter], recipe: dict[str, Any]
+                   ) -> torch.optim.Optimizer:
+    """The recipe's optimizer; DP-SGD and the attack-side ensembles use the same one."""
+    if recipe["optimizer"] == "sgd":
+        return torch.optim.SGD(
+            params, lr=recipe["lr"], momentum=recipe["momentum"], nesterov=recipe["nesterov"],
+            weight_decay=recipe["weight_decay"])
+    if recipe["optimizer"] == "adam":
+        return torch.optim.Adam(params, lr=recipe["lr"], weight_decay=recipe["weight_decay"])
+    raise ValueError(f"unknown optimizer {recipe['optimizer']!r}; known: ['adam', 'sgd']")
+
+
+def _train_plain(model: nn.Module, optimizer: torch.optim.Optimizer,
+                 schedule: torch.optim.lr_scheduler.LRScheduler, inputs: torch.Tensor,
+                 labels: torch.Tensor, recipe: dict[str, Any],
+                 generator: torch.Generator) -> None:
+    """Epochs of shuffled minibatches, the last one short."""
+    dev = inputs.device
+    epochs = int(recipe["epochs"])
     for epoch in range(epochs):
         model.train()
         order = torch.randperm(len(inputs), generator=generator).to(dev)
@@ -105,13 +140,49 @@ def train_model(
             total += float(loss.detach()) * len(batch)
         schedule.step()
         log.info("epoch %d/%d loss %.4f", epoch + 1, epochs, total / len(inputs))
-    seconds = time.perf_counter() - start
-    info: dict[str, Any] = {"seed": seed, "train_seconds": round(seconds, 3),
-                            "n_train": len(train_indices), "device": str(dev)}
-    info["train_accuracy"] = accuracy(model, X[train_indices], y[train_indices])
-    if eval_indices is not None and len(eval_indices):
-        info["test_accuracy"] = accuracy(model, X[eval_indices], y[eval_indices])
-    return TrainedModel(model, info)
+
+
+def _train_private(model: nn.Module, architecture: dict[str, Any],
+                   optimizer: torch.optim.Optimizer,
+                   schedule: torch.optim.lr_scheduler.LRScheduler, inputs: torch.Tensor,
+                   labels: torch.Tensor, recipe: dict[str, Any], generator: torch.Generator,
+                   seed: int) -> dict[str, Any]:
+    """DP-SGD epochs of Poisson-sampled batches; returns the card's privacy fields.
+
+    The noise is solved (seconds) only once the model is known to be trainable this way.
+    ``model`` is trained in place: opacus's wrapper only adds hooks, removed at the end, so
+    the saved state dict is the plain architecture's (no ``_module.`` prefixes).
+    """
+    privacy.check_module(model, architecture)
+    dp_plan = privacy.plan(recipe["dp"], len(inputs), int(recipe["batch_size"]),
+                           int(recipe["epochs"]))
+    wrapped, private, accountant = privacy.make_private(
+        model, optimizer, dp_plan, seed, int(recipe["batch_size"]))
+    dev = inputs.device
+    epochs = int(recipe["epochs"])
+    with warnings.catch_warnings():
+        # the inputs never require grad, which torch reports for every full backward hook
+        warnings.filterwarnings("ignore", message="Full backward hook is firing")
+        for epoch in range(epochs):
+            wrapped.train()
+            total, seen = 0.0, 0
+            for batch in privacy.poisson_batches(len(inputs), dp_plan.sample_rate,
+                                                 dp_plan.steps_per_epoch, generator):
+                batch = batch.to(dev)
+                features = inputs[batch]
+                if recipe["augment"]:
+                    features = _augment(features, recipe["augment"], generator)
+                losses = per_sample_loss(recipe["loss"], wrapped(features), labels[batch])
+                private.zero_grad(set_to_none=True)
+                losses.mean().backward()  # an empty batch gives empty per-sample gradients
+                private.step()  # clip, add noise, average over the expected batch size
+                total, seen = total + float(losses.detach().sum()), seen + len(batch)
+            schedule.step()
+            log.info("epoch %d/%d loss %.4f (DP-SGD, noise %.3f)", epoch + 1, epochs,
+                     total / max(seen, 1), dp_plan.noise_multiplier)
+    private.zero_grad(set_to_none=True)
+    wrapped.to_standard_module()
+    return privacy.card(dp_plan, accountant)
 
 
 @torch.no_grad()

@@ -58,9 +58,29 @@ def resolvable(metric: str, n_members: int, n_nonmembers: int) -> bool:
 
 
 def percent_scale(metric: str) -> float:
-    """100 for metrics the papers print in percent (TPR, precision), 1 for the others (AUC,
-    pinball loss in score units, seconds)."""
-    return 100.0 if metric_fpr(metric) is not None else 1.0
+    """100 for metrics the papers print in percent (TPR, precision, Stolen Memories' accuracy,
+    advantage and recall), 1 for the others (AUC, pinball loss in score units, seconds)."""
+    percent = metric_fpr(metric) is not None or metric.split("@")[0] in DECISION_METRICS
+    return 100.0 if percent else 1.0
+
+
+#: what a decision (member calls, not a ranking) is measured by: Stolen Memories' metrics,
+#: on its balanced evaluation (as many members as non-members) written with the rates,
+#: accuracy = (1 + TPR - FPR) / 2, advantage = TPR - FPR, precision = TPR / (TPR + FPR) (1/2
+#: when nothing is called a member), recall = TPR; so resampling cannot unbalance them
+DECISION_METRICS = ("accuracy", "advantage", "precision", "recall")
+
+
+def decision_name(level: float | None) -> str:
+    """The scores column of an attack's member calls: at its own threshold (``decision``) or
+    calibrated by Algorithm 3 at ``level`` (``decision@cal90`` for 0.9)."""
+    return "decision" if level is None else f"decision@cal{level * 100:g}"
+
+
+def decision_metric_names(levels: Iterable[float]) -> list[str]:
+    """``accuracy``, ..., ``recall@cal90``, ...: the metrics of every decision column."""
+    suffixes = [decision_name(level).removeprefix("decision") for level in (None, *levels)]
+    return [f"{metric}{suffix}" for suffix in suffixes for metric in DECISION_METRICS]
 
 
 def pinball_name(fpr: float) -> str:
@@ -80,14 +100,19 @@ class _SortedScores:
     """One target's scores, sorted once, for weighted ROC metrics of many replicates."""
 
     def __init__(self, member: np.ndarray, score: np.ndarray,
-                 nonmember_values: dict[str, np.ndarray] | None = None) -> None:
+                 nonmember_values: dict[str, np.ndarray] | None = None,
+                 decisions: dict[str, np.ndarray] | None = None) -> None:
         """``nonmember_values``: per-sample values whose weighted non-member mean is a metric
-        too (pinball losses), aligned with ``score``."""
+        too (pinball losses); ``decisions``: member calls (:func:`decision_name` columns);
+        both aligned with ``score``."""
         member = np.asarray(member, dtype=bool)
         score = np.asarray(score, dtype=np.float64)
         self.order_in, self.order_out = np.argsort(score[member]), np.argsort(score[~member])
         self.nonmember_values = {name: np.asarray(values, dtype=np.float64)[~member][
             self.order_out] for name, values in (nonmember_values or {}).items()}
+        self.decisions = {name: (np.asarray(calls, dtype=np.float64)[member][self.order_in],
+                                 np.asarray(calls, dtype=np.float64)[~member][self.order_out])
+                          for name, calls in (decisions or {}).items()}
         self.members = score[member][self.order_in]
         self.nonmembers = score[~member][self.order_out]
         self.n_in, self.n_out = len(self.members), len(self.nonmembers)
@@ -112,6 +137,10 @@ class _SortedScores:
         result = {"auc": (w_in * beaten).sum(axis=1) / (total_in * total_out)}
         for name, values in self.nonmember_values.items():
             result[name] = w_out @ values / total_out
+        for name, (calls_in, calls_out) in self.decisions.items():
+            result.update(_decision_metrics(w_in @ calls_in / total_in,
+                                            w_out @ calls_out / total_out,
+                                            name.removeprefix("decision")))
         descending_cum = total_out[:, None] - cum_out[:, ::-1][:, 1:]  # weight of >= each value
         descending = self.nonmembers[::-1]
         for fpr in fprs:
@@ -136,11 +165,21 @@ class _SortedScores:
         return result
 
 
+def _decision_metrics(tpr: np.ndarray, fpr: np.ndarray, suffix: str) -> dict[str, np.ndarray]:
+    with np.errstate(invalid="ignore"):
+        precision = np.where(tpr + fpr > 0, tpr / (tpr + fpr), 0.5)
+    values = ((1.0 + tpr - fpr) / 2, tpr - fpr, precision, tpr)
+    return {f"{name}{suffix}": value for name, value in zip(DECISION_METRICS, values,
+                                                            strict=True)}
+
+
 def point_metrics(member: np.ndarray, score: np.ndarray, fprs: Iterable[float],
-                  nonmember_values: dict[str, np.ndarray] | None = None) -> dict[str, float]:
-    """AUC, TPR@FPR and precision@FPR of one target (equal to :func:`metrics.summary`), and
-    the non-member mean of each of ``nonmember_values``."""
-    sorted_scores = _SortedScores(member, score, nonmember_values)
+                  nonmember_values: dict[str, np.ndarray] | None = None,
+                  decisions: dict[str, np.ndarray] | None = None) -> dict[str, float]:
+    """AUC, TPR@FPR and precision@FPR of one target (equal to :func:`metrics.summary`), the
+    non-member mean of each of ``nonmember_values`` and the metrics of each of ``decisions``
+    (:data:`DECISION_METRICS`)."""
+    sorted_scores = _SortedScores(member, score, nonmember_values, decisions)
     ones_in = np.ones((1, sorted_scores.n_in))
     ones_out = np.ones((1, sorted_scores.n_out))
     return {k: float(v[0]) for k, v in sorted_scores.metrics(ones_in, ones_out, fprs).items()}
@@ -154,7 +193,8 @@ def _resample_counts(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
 
 def bootstrap_metrics(member: np.ndarray, score: np.ndarray, fprs: Iterable[float],
                       seed: int | list[int], n_boot: int = N_BOOTSTRAP,
-                      nonmember_values: dict[str, np.ndarray] | None = None
+                      nonmember_values: dict[str, np.ndarray] | None = None,
+                      decisions: dict[str, np.ndarray] | None = None
                       ) -> dict[str, np.ndarray]:
     """``n_boot`` stratified bootstrap replicates of every metric of one target.
 
@@ -162,7 +202,7 @@ def bootstrap_metrics(member: np.ndarray, score: np.ndarray, fprs: Iterable[floa
     resampled records for every attack (paired replicates).
     """
     fprs = tuple(fprs)
-    sorted_scores = _SortedScores(member, score, nonmember_values)
+    sorted_scores = _SortedScores(member, score, nonmember_values, decisions)
     rng = np.random.default_rng(seed)
     blocks: list[dict[str, np.ndarray]] = []
     for start in range(0, n_boot, _BLOCK):
@@ -229,23 +269,27 @@ def metric_table(scores: pd.DataFrame, fprs: Iterable[float], seed: int,
     fprs = tuple(fprs)
     targets = sorted(scores["target"].unique())
     extra = [c for c in scores.columns if c.startswith("pinball@")]
+    calls = [c for c in scores.columns if c.startswith("decision")]
     rows = []
     for target in targets:
         group = scores[scores["target"] == target].sort_values("sample")
         member, score = group["member"].to_numpy(bool), group["score"].to_numpy(float)
         values = {name: group[name].to_numpy(float) for name in extra}
+        decisions = {name: group[name].to_numpy(bool) for name in calls}
         counts = {"n_members": int(member.sum()), "n_nonmembers": int((~member).sum())}
         timing = {"score_seconds": seconds[int(target)]} if seconds else {}
         rows.append(pd.DataFrame([{"target": target, "replicate": -1, **counts, **timing,
-                                   **point_metrics(member, score, fprs, values)}]))
+                                   **point_metrics(member, score, fprs, values, decisions)}]))
         if len(targets) < MIN_TARGETS:
             draws = pd.DataFrame(bootstrap_metrics(member, score, fprs, [seed, int(target)],
-                                                   n_boot, values))
+                                                   n_boot, values, decisions))
             rows.append(draws.assign(target=target, replicate=np.arange(n_boot), **counts))
     table = pd.concat(rows, ignore_index=True)
     timing = ["score_seconds"] if seconds else []
+    decided = [f"{metric}{name.removeprefix('decision')}" for name in calls
+               for metric in DECISION_METRICS]
     return table[["target", "replicate", "n_members", "n_nonmembers", *timing,
-                  *metric_names(fprs), *extra]]
+                  *metric_names(fprs), *extra, *decided]]
 
 
 def estimates(table: pd.DataFrame) -> dict[str, Estimate]:

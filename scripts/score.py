@@ -10,7 +10,7 @@ seconds = pipeline.score(
     sm.params.attack, sm.input.dataset, sm.input.split, list(sm.input.targets),
     list(sm.input.references), list(sm.input.loo), sm.output.scores, study=study,
     fit_paths=list(sm.input.fits), nonmembers=sm.params.nonmembers,
-    fprs=sm.params.metrics["fprs"],
+    fprs=sm.params.metrics["fprs"], calibration=sm.params.metrics["calibration"],
 )
 pipeline.measure(sm.output.scores, sm.params.metrics, sm.input.split, sm.output.metrics,
                  seconds)

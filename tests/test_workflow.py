@@ -16,6 +16,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
 
+SM_FIT = {"proxies": 2, "shadows": 2, "displacement_widths": [0, 2], "meta_widths": [0],
+          "epochs": 4}
 TINY = {
     "scale": "miniature",
     "metrics": {"fprs": [0.01, 0.1], "bootstrap": 200},
@@ -24,7 +26,9 @@ TINY = {
                           "ood": {"source": "purchase_like", "n_samples": 150,
                                   "n_features": 60, "n_classes": 10, "seed": 5}},
                  "tiny-tab": {"source": "tabular_like", "n_samples": 400, "n_features": 8,
-                              "n_informative": 4, "label_noise": 0.2}},
+                              "n_informative": 4, "label_noise": 0.2},
+                 "tiny-gauss": {"source": "sm_synthetic", "n_samples": 200, "n_features": 10,
+                                "n_classes": 4}},
     "studies": {
         "part": {
             "paper": "bmia", "paper_dataset": "purchase100", "dataset": "tiny", "targets": 2,
@@ -93,6 +97,18 @@ TINY = {
                         "sif": {"attack": "sif", "eps": 0.5},
                         "iha-cg": {"attack": "iha", "solver": "cg", "records": 40}},
         },
+        "sm": {  # Stolen Memories: white-box attacks sharing one fit, decisions calibrated
+            "paper": "stolen-memories", "paper_dataset": "synthetic", "dataset": "tiny-gauss",
+            "split": {"scheme": "partition", "seed": 0,
+                      "fractions": {"target_train": 0.25, "target_test": 0.25,
+                                    "reference_pool": 0.5}},
+            "model": {"arch": "mlp", "widths": []},
+            "training": {"epochs": 20, "lr": 0.1, "batch_size": 16},
+            "attacks": {"omniscient": {"attack": "omniscient", "paper_attack": "omniscient"},
+                        "bayes-wb": {"attack": "bayes_wb", **SM_FIT, "paper_attack": "bayes_wb"},
+                        "general-wb": {"attack": "general_wb", **SM_FIT},
+                        "naive": {"attack": "naive"}},
+        },
     },
     "artifacts": {
         "leaderboard": {"builder": "leaderboard"},
@@ -111,6 +127,11 @@ TINY = {
                     "metrics": ["pinball@1%", "precision@10%"]},
         "QMIA-X1": {"builder": "fit_costs", "studies": ["part", "tab"], "attacks": ["qmia"]},
         "IHA-T1": {"builder": "threat_models"},
+        "SM-F2": {"builder": "two_gaussians", "studies": ["sm"]},
+        "SM-F5": {"builder": "bars", "studies": ["sm"],
+                  "attacks": ["omniscient", "bayes-wb", "general-wb"],
+                  "metrics": ["advantage", "precision@cal90"]},
+        "SM-F6": {"builder": "displacement_sweep", "studies": ["sm"], "attacks": ["general-wb"]},
         "IHA-T5a": {"builder": "agreement", "studies": ["bal"], "attacks": ["loss", "iha"],
                     "fpr": 0.1},
         "IHA-T6": {"builder": "attack_costs", "studies": ["bal"],
@@ -176,10 +197,10 @@ def test_outputs_exist_with_expected_content(workflow):
     assert "| part | lira_offline (n=8) | — |" in markdown and "not run in this study" in markdown
     claims = pd.read_csv(results / "artifacts/claims.csv")
     # the tiny study has BMIA, QMIA and Attack-P but no LiRA / RMIA / Attack-R: only BMIA
-    # against Attack-P and against QMIA is checked
-    checked = claims["claim"].isin(["BMIA-C11", "BMIA-C26"])
+    # against Attack-P and against QMIA is checked; and bayes-wb against the omniscient attack
+    checked = claims["claim"].isin(["BMIA-C11", "BMIA-C26", "SM-C1"])
     assert set(claims.loc[~checked, "verdict"]) == {"not run"}
-    assert "not run" not in set(claims.loc[checked, "verdict"]) and checked.sum() == 2
+    assert "not run" not in set(claims.loc[checked, "verdict"]) and checked.sum() == 3
     assert "claims.md" in (results / "artifacts/index.md").read_text()
     index = (results / "artifacts/index.md").read_text()
     assert "| BMIA-T1 |" in index
@@ -360,6 +381,20 @@ def test_retraining_another_architecture_reruns_what_uses_its_references(workflo
     # the three BMIA instances that read them: wide's own two and part's bmia-ref-wide
     assert jobs.get("train") == 3 and jobs.get("fit") == 2 and jobs.get("score") == 3, jobs
     assert all("study=wide" in w for w in planned_wildcards(workflow, edited, "train"))
+
+
+def test_stolen_memories_attacks_share_one_fit_and_calibrate_on_the_hold_out(workflow):
+    results = workflow / "results"
+    assert len(list((results / "studies/sm/fits").iterdir())) == 1  # bayes-wb and general-wb
+    scores = pd.read_parquet(results / "studies/sm/scores/general-wb.parquet")
+    assert {"decision", "decision@cal90", "decision@cal99"} <= set(scores.columns)
+    assert np.array_equal(scores["decision"], scores["score"] > 0)
+    table = pd.read_parquet(results / "studies/sm/metrics/general-wb.parquet")
+    assert {"accuracy", "advantage", "precision@cal90", "recall@cal99"} <= set(table.columns)
+    loss = pd.read_parquet(results / "studies/part/scores/attack-p.parquet")
+    assert "decision" not in loss.columns  # a ranking only: no decision rule
+    sweep = pd.read_csv(results / "artifacts/SM-F6.csv")
+    assert sweep["setting"].tolist() == ["n_D=0, n_M=0", "n_D=2, n_M=0"]
 
 
 def test_white_box_handle_rebuilds_the_saved_models(workflow):

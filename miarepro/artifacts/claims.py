@@ -36,6 +36,9 @@ from miarepro.uncertainty import Estimate
 CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
 KINDS = ("greater", "close", "at_least", "at_most", "ratio_at_least", "matched_best")
 KEYS = {"id", "artifact", "statement", "metric", "kind", "a", "b", "value", "datasets"}
+#: an attack side names the paper's attack and setting, and may measure it by another metric
+#: than the claim's (Stolen Memories: one attack's calibrated against uncalibrated precision)
+SIDE_KEYS = {"attack", "setting", "metric"}
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,11 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
         if needs_b != ("b" in entry) or needs_value != ("value" in entry):
             raise ValueError(f"{where}: kind {kind!r} needs "
                              + ("a, b" if needs_b else "a") + (" and value" if needs_value else ""))
+        for side in ("a", "b"):
+            extra = sorted(set(entry.get(side) or {}) - SIDE_KEYS)
+            if extra:
+                raise ValueError(f"{where}: {side}: unknown key(s) {extra}; known: "
+                                 f"{sorted(SIDE_KEYS)}")
         if entry.get("artifact") not in ARTIFACT_IDS:
             raise ValueError(f"{where}: artifact {entry.get('artifact')!r} is not a checklist ID")
         claims.append(Claim(
@@ -203,8 +211,9 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                 rows.append({**row, "verdict": "not run",
                              "ours": "attack not in this study"})
                 continue
-            estimates = [res.attack_estimates(res.RESULTS, study, n)[claim.metric]
-                         for n in names]
+            sides = [claim.a, claim.b or claim.a]  # matched_best: the rival is claim.a too
+            estimates = [res.attack_estimates(res.RESULTS, study, n)[
+                side.get("metric", claim.metric)] for n, side in zip(names, sides, strict=True)]
             outcome, quantity = verdict(claim, estimates[0],
                                         estimates[1] if len(estimates) > 1 else None)
             rival = (f"; strongest rival: {study_config['attacks'][names[1]].get('label')}"

@@ -194,3 +194,49 @@ def _model_label(model: dict[str, Any]) -> str:
     extras = [str(v) if not isinstance(v, list) else "-".join(map(str, v))
               for k, v in model.items() if k not in ("arch", "activation")]
     return " ".join([model["arch"], *extras])
+
+
+def bars_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
+                prefix: str) -> None:
+    """Grouped bars: one group per study, one bar per attack, one panel per metric, with 95%
+    intervals (Stolen Memories' Figures 5 and 9-12: attacks across targets). An attack missing
+    from a study, or a metric the audit cannot resolve, leaves its bar out."""
+    studies = studies_of(settings, config)
+    rows = []
+    for study in studies:
+        study_config = config["studies"][study]
+        for attack in settings["attacks"]:
+            if attack not in study_config["attacks"]:
+                continue
+            estimates = res.attack_estimates(RESULTS, study, attack)
+            for metric in settings["metrics"]:
+                row = res.estimate_columns(metric, estimates[metric])
+                scale = uncertainty.percent_scale(metric)
+                rows.append({"study": study, "attack": study_config["attacks"][attack].get(
+                    "label", attack), "metric": metric, "value": scale * row[metric],
+                    "low": scale * row[f"{metric}_low"], "high": scale * row[f"{metric}_high"],
+                    "resolvable": row[f"{metric}_resolvable"]})
+    table = pd.DataFrame(rows)
+    plt, sns = pyplot()
+    metrics = list(settings["metrics"])
+    figure, axes = plt.subplots(1, len(metrics), figsize=(
+        max(4.2, 1.1 * len(studies) + 2) * len(metrics), 3.8), squeeze=False)
+    series = list(dict.fromkeys(table["attack"]))
+    palette = dict(zip(series, sns.color_palette("colorblind", len(series)), strict=True))
+    width = 0.8 / len(series)
+    for axis, metric in zip(axes[0], metrics, strict=True):
+        part = table[(table["metric"] == metric) & table["resolvable"]]
+        for k, label in enumerate(series):
+            group = part[part["attack"] == label]
+            where = [studies.index(s) + (k - len(series) / 2 + 0.5) * width
+                     for s in group["study"]]
+            axis.bar(where, group["value"], width=width, color=palette[label], label=label,
+                     yerr=[group["value"] - group["low"], group["high"] - group["value"]],
+                     capsize=2)
+        axis.set_xticks(range(len(studies)), [textwrap.fill(s, 14) for s in studies],
+                        fontsize=7)
+        percent = uncertainty.percent_scale(metric) == 100
+        axis.set(ylabel=f"{metric}" + (" (%)" if percent else ""), title=metric)
+    axes[0][-1].legend(fontsize=7, loc="best")
+    figure.suptitle(textwrap.fill(settings.get("title", name), 90), fontsize=9)
+    _save(figure, prefix)

@@ -26,6 +26,8 @@ def status(artifact_id: str, entry: dict[str, Any], config: dict[str, Any]) -> s
             return f"reproduced{scope}{rest}"
         return (f"scaled-down proxy{scope} (" + ("; ".join(deviations) or "miniature settings")
                 + f"){rest}")
+    if entry["todo"].startswith("not reproducible"):
+        return entry["todo"]
     if entry["needs"]:
         return f"needs {', '.join(entry['needs'])}: {entry['todo']}"
     return f"not yet implemented: {entry['todo']}"

@@ -11,6 +11,7 @@ from miarepro.attacks import (  # noqa: F401
     qmia,
     rmia,
     shadow,
+    stolen_memories,
 )
 from miarepro.attacks.base import REGISTRY, AttackContext, AttackSpec, get_attack, register
 

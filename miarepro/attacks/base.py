@@ -60,6 +60,10 @@ class StudyHandle(Protocol):
 
     def recipe(self) -> dict[str, Any]: ...
 
+    def meta(self) -> dict[str, Any]: ...
+
+    def new_model(self) -> Any: ...
+
 
 @dataclass(frozen=True)
 class AttackContext:
@@ -175,6 +179,10 @@ class AttackSpec:
     #: reads the target's training set beyond the audited record (IHA's leave-one-out
     #: knowledge: the attacker knows every training record but the audited one)
     knows_training_set: bool = False
+    #: the attack's own decision rule, "member iff score > threshold" (a predicted member
+    #: probability: 1/2), for Stolen Memories' accuracy / precision / recall; None if the
+    #: score is only a ranking
+    threshold: float | None = None
 
     def defaults(self) -> dict[str, Any]:
         """Default of every parameter: scoring ones (after ``ctx``) and fit ones (after
@@ -225,7 +233,7 @@ REGISTRY: dict[str, AttackSpec] = {}
 def register(
     name: str, *, needs_references: bool = False, needs_loo: bool = False, whitebox: bool = False,
     fit: FitFn | None = None, fit_scope: str = "target", quantiles: QuantileFn | None = None,
-    fit_name: str = "", knows_training_set: bool = False,
+    fit_name: str = "", knows_training_set: bool = False, threshold: float | None = None,
 ) -> Callable[[AttackFn], AttackFn]:
     """Register ``fn`` as attack family ``name``; the first docstring line describes it.
 
@@ -247,7 +255,7 @@ def register(
         doc = (fn.__doc__ or "").strip().splitlines()
         REGISTRY[name] = AttackSpec(
             name, checked, needs_references, needs_loo, whitebox, doc[0] if doc else "",
-            fit, fit_scope, quantiles, fit_name, knows_training_set,
+            fit, fit_scope, quantiles, fit_name, knows_training_set, threshold,
         )
         return fn
 

@@ -30,7 +30,7 @@ def marginal(ctx: AttackContext, statistic: Statistic = "loss") -> np.ndarray:
     return ctx.target_statistic(statistic).mean(axis=0)
 
 
-@register("naive")
+@register("naive", threshold=0.5)
 def naive(ctx: AttackContext) -> np.ndarray:
     """Member if and only if the target predicts the label correctly (label-only)."""
     return ctx.target_statistic("correct")[0]

@@ -76,7 +76,7 @@ def _predict(model: Any, X: np.ndarray) -> np.ndarray:
     return model.predict_proba(X)[:, 1]
 
 
-@register("shadow", needs_references=True)
+@register("shadow", needs_references=True, threshold=0.5)
 def shadow(ctx: AttackContext, top_k: Annotated[int, Range(1)] = 3,
            classifier: Literal["mlp", "gbdt"] = "mlp",
            max_rows: Annotated[int, Range(2)] = 4000) -> np.ndarray:

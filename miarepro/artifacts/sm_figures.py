@@ -1,0 +1,216 @@
+"""Stolen Memories' figures that read more than scores: Figure 2 redrawn from the synthetic data,
+and Figure 6, general-wb's validation against test accuracy over its (n_D, n_M) sweep."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from miarepro import io, splits
+from miarepro.artifacts.figures import _save, pyplot
+from miarepro.artifacts.results import RESULTS, studies_of
+from miarepro.config import model_home
+
+
+def _study_files(results: str, settings: dict[str, Any], config: dict[str, Any]
+                 ) -> tuple[str, dict[str, Any], str, str]:
+    (study,) = studies_of(settings, config)
+    study_config = config["studies"][study]
+    home = f"{results}/studies/{model_home(study, study_config)}"
+    return study, study_config, f"{results}/datasets/{study_config['dataset']}.npz", home
+
+
+def two_gaussians_inputs(results: str, settings: dict[str, Any],
+                         config: dict[str, Any]) -> list[str]:
+    _, _, dataset, home = _study_files(results, settings, config)
+    return [dataset, dataset.replace(".npz", ".json"), f"{home}/split.npz"]
+
+
+def two_gaussians(name: str, settings: dict[str, Any], config: dict[str, Any],
+                  prefix: str) -> None:
+    """Figure 2: the population's density ``η*`` of one feature of one class and the target
+    training set's ``η̂`` (Theorem 1's Gaussians with the shared variance), and the Bayes-optimal
+    boundary at their crossing; drawn for the feature whose training mean moved most."""
+    study, _, dataset, home = _study_files(RESULTS, settings, config)
+    meta = io.read_json(dataset.replace(".npz", ".json"))["meta"]
+    if "means" not in meta:
+        raise ValueError(f"{name}: study {study!r} does not use generated Gaussian data")
+    data, split = io.read_arrays(dataset), io.read_arrays(f"{home}/split.npz")
+    x, y = data["X"].reshape(len(data["y"]), -1), data["y"]
+    train = splits.training_indices(split, "target", 0)
+    cls = 0
+    mu_star = np.asarray(meta["means"])[cls]
+    sigma = np.sqrt(np.asarray(meta["variances"]))
+    mu_hat = x[train][y[train] == cls].mean(axis=0)
+    j = int(np.argmax(np.abs(mu_hat - mu_star) / sigma))
+    grid = np.linspace(min(mu_star[j], mu_hat[j]) - 3.5 * sigma[j],
+                       max(mu_star[j], mu_hat[j]) + 3.5 * sigma[j], 400)
+    from scipy.stats import norm
+
+    plt, _ = pyplot()
+    figure, axis = plt.subplots(figsize=(6, 3.4))
+    population = norm.pdf(grid, mu_star[j], sigma[j])
+    training = norm.pdf(grid, mu_hat[j], sigma[j])
+    axis.plot(grid, population, label="η*: population N(μ*, σ²)")
+    axis.plot(grid, training, label="η̂: training set N(μ̂, σ²)")
+    boundary = (mu_star[j] + mu_hat[j]) / 2
+    side = grid > boundary if mu_hat[j] > mu_star[j] else grid < boundary
+    axis.fill_between(grid, 0, np.maximum(population, training), where=side, alpha=0.15,
+                      color="C1", label="member side")
+    axis.axvline(boundary, color="k", ls="--", lw=1, label="decision boundary")
+    point = x[train][y[train] == cls][0, j]
+    axis.plot([point], [0], "k^", markersize=8, clip_on=False, label="a training point x")
+    axis.set(xlabel=f"feature {j} of class {cls}", ylabel="density")
+    axis.legend(fontsize=7)
+    figure.suptitle(textwrap.fill(f"{settings.get('title', name)} [{study}, target 0: "
+                                  f"{int((y[train] == cls).sum())} training records]", 80),
+                    fontsize=9)
+    _save(figure, prefix)
+
+
+def _fit_files(results: str, settings: dict[str, Any], config: dict[str, Any]
+               ) -> tuple[str, dict[str, Any], list[str]]:
+    from miarepro.pipeline import fit_paths
+
+    (study,) = studies_of(settings, config)
+    study_config = config["studies"][study]
+    (attack,) = settings["attacks"]
+    return study, study_config, fit_paths(results, study, study_config,
+                                          study_config["attacks"][attack])
+
+
+def sweep_inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    study, study_config, paths = _fit_files(results, settings, config)
+    home = f"{results}/studies/{model_home(study, study_config)}"
+    return [f"{home}/split.npz"] + [f"{p}{suffix}" for p in paths for suffix in (".npz", ".json")]
+
+
+def displacement_sweep(name: str, settings: dict[str, Any], config: dict[str, Any],
+                       prefix: str) -> None:
+    """Figure 6: per (n_D, n_M), general-wb's accuracy on the validation shadow models (what
+    the fit chose by) beside its accuracy on each target's audit (reported only), and the CSV
+    of both. Accuracy of a balanced decision at the attack's own threshold."""
+    from miarepro.metrics import decision_metrics
+
+    study, study_config, paths = _fit_files(RESULTS, settings, config)
+    split = io.read_arrays(f"{RESULTS}/studies/{model_home(study, study_config)}/split.npz")
+    rows = []
+    for target, path in enumerate(paths):
+        fit, card = io.read_arrays(f"{path}.npz"), io.read_json(f"{path}.json")
+        audit = splits.repetition(split, target)["audit"]
+        member = splits.training_mask(split, "target", target)[audit]
+        for point, logits in zip(card["info"]["sweep"], fit["general_wb"], strict=True):
+            rows.append({"target": target, "setting": f"n_D={point['n_d']}, n_M={point['n_m']}",
+                         "validation": 100 * point["validation_accuracy"],
+                         "test": 100 * decision_metrics(member, logits[audit] > 0)["accuracy"]})
+    table = pd.DataFrame(rows)
+    io.write_table(prefix + ".csv", table)
+    mean = table.groupby("setting", sort=False)[["validation", "test"]].mean()
+    plt, _ = pyplot()
+    figure, axis = plt.subplots(figsize=(max(5, 0.9 * len(mean) + 2), 3.6))
+    ticks = np.arange(len(mean))
+    for column, marker in (("validation", "o"), ("test", "s")):
+        axis.plot(ticks, mean[column], marker=marker, label=f"{column} (mean over targets)")
+        for _, group in table.groupby("target"):
+            axis.plot(ticks, group[column].to_numpy(), marker=marker, alpha=0.25, lw=0.8,
+                      color="C0" if column == "validation" else "C1")
+    axis.set_xticks(ticks, list(mean.index), rotation=30, ha="right", fontsize=7)
+    axis.set(ylabel="attack accuracy (%)")
+    axis.legend(fontsize=7)
+    same = mean["validation"].idxmax() == mean["test"].idxmax()
+    figure.suptitle(textwrap.fill(
+        f"{settings.get('title', name)} [{study}]: best validation {mean['validation'].idxmax()}"
+        f", best test {mean['test'].idxmax()} ({'the same' if same else 'different'})", 90),
+        fontsize=9)
+    _save(figure, prefix)
+
+
+def dp_utility(name: str, settings: dict[str, Any], config: dict[str, Any],
+               prefix: str) -> None:
+    """Figure 13: train and test accuracy of each study's targets against the epsilon its
+    DP-SGD recipe spent (from the model cards; a study without DP is drawn at infinity)."""
+    from miarepro.artifacts.results import target_card
+
+    rows = []
+    for study in studies_of(settings, config):
+        study_config = config["studies"][study]
+        for target in range(study_config["targets"]):
+            card = io.read_json(target_card(RESULTS, model_home(study, study_config), target))
+            rows.append({"study": study, "target": target,
+                         "epsilon": card.get("dp_epsilon", np.inf),
+                         "noise_multiplier": card.get("dp_noise_multiplier", 0.0),
+                         "train": 100 * card["train_accuracy"],
+                         "test": 100 * card["test_accuracy"]})
+    table = pd.DataFrame(rows)
+    io.write_table(prefix + ".csv", table)
+    finite = table.loc[np.isfinite(table["epsilon"]), "epsilon"]
+    at_infinity = 4 * finite.max() if len(finite) else 1.0
+    where = table["epsilon"].replace(np.inf, at_infinity)
+    plt, _ = pyplot()
+    figure, axis = plt.subplots(figsize=(5.5, 3.6))
+    for column, marker in (("train", "o"), ("test", "s")):
+        mean = table.assign(x=where).groupby("x")[column].mean()
+        axis.plot(mean.index, mean, marker=marker, label=f"{column} accuracy (mean)")
+        axis.scatter(where, table[column], marker=marker, alpha=0.3, s=12)
+    axis.set_xscale("log")
+    ticks = sorted(set(where))
+    axis.set_xticks(ticks, [f"{t:g}" if t != at_infinity else "no DP" for t in ticks])
+    axis.set(xlabel="epsilon spent (RDP accountant)", ylabel="accuracy (%)")
+    axis.legend(fontsize=7)
+    figure.suptitle(textwrap.fill(settings.get("title", name), 80), fontsize=9)
+    _save(figure, prefix)
+
+
+def size_inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    from miarepro.artifacts.builders import score_inputs
+
+    cards = {f"{results}/datasets/{config['studies'][s]['dataset']}.json"
+             for s in studies_of(settings, config)}
+    return score_inputs(results, settings, config) + sorted(cards)
+
+
+def dataset_size_trend(name: str, settings: dict[str, Any], config: dict[str, Any],
+                       prefix: str) -> None:
+    """Figure 8: each attack's accuracy on every study against the size of its dataset, with
+    95% intervals (the paper: a downward trend with noise)."""
+    from miarepro import uncertainty
+    from miarepro.artifacts import results as res
+
+    rows = []
+    for study in studies_of(settings, config):
+        study_config = config["studies"][study]
+        card = io.read_json(f"{RESULTS}/datasets/{study_config['dataset']}.json")
+        for attack in settings["attacks"]:
+            if attack not in study_config["attacks"]:
+                continue
+            (metric,) = settings["metrics"]
+            row = res.estimate_columns(metric, res.attack_estimates(RESULTS, study,
+                                                                    attack)[metric])
+            scale = uncertainty.percent_scale(metric)
+            rows.append({"study": study, "records": card["n_samples"],
+                         "attack": study_config["attacks"][attack].get("label", attack),
+                         metric: scale * row[metric], "low": scale * row[f"{metric}_low"],
+                         "high": scale * row[f"{metric}_high"]})
+    table = pd.DataFrame(rows)
+    io.write_table(prefix + ".csv", table)
+    plt, sns = pyplot()
+    figure, axis = plt.subplots(figsize=(6, 3.8))
+    labels = list(dict.fromkeys(table["attack"]))
+    palette = dict(zip(labels, sns.color_palette("colorblind", len(labels)), strict=True))
+    for k, (label, group) in enumerate(table.groupby("attack", sort=False)):
+        group = group.sort_values("records")
+        x = group["records"] * (1 + 0.03 * (k - len(labels) / 2))  # side by side at one size
+        axis.errorbar(x, group[metric], yerr=[group[metric] - group["low"],
+                                              group["high"] - group[metric]],
+                      marker="o", capsize=3, ls=":", color=palette[label], label=label)
+    for _, row in table.drop_duplicates("study").iterrows():
+        axis.annotate(row["study"], (row["records"], table[metric].min()), fontsize=6,
+                      rotation=90, va="bottom", ha="center", alpha=0.6)
+    axis.set_xscale("log")
+    axis.set(xlabel="records in the dataset", ylabel=f"{metric} (%)")
+    axis.legend(fontsize=7)
+    figure.suptitle(textwrap.fill(settings.get("title", name), 80), fontsize=9)
+    _save(figure, prefix)

@@ -1,0 +1,240 @@
+"""Stolen Memories: Theorem 1 by hand, Observation 1 and Algorithm 4 against the models'
+weights and outputs, member separation on overfitted targets, calibration (Algorithm 3) and the
+decision metrics of a balanced audit."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from miarepro import metrics, splits, uncertainty
+from miarepro.attacks import get_attack
+from miarepro.attacks.stolen_memories import _bayes_logit, _pairs, omniscient_logits
+from miarepro.data.synthetic import sm_synthetic
+from miarepro.ensemble import train_ensemble
+from miarepro.influence import split_at
+from miarepro.models import build_model
+from miarepro.pipeline import attack_context, calibration_records, decision_columns
+from miarepro.training import predict_logits, train_model
+
+RECIPE = {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": True,
+          "weight_decay": 1e-4, "epochs": 60, "batch_size": 32}
+SPLIT = {"scheme": "partition", "seed": 0,
+         "fractions": {"target_train": 0.25, "target_test": 0.25, "reference_pool": 0.5}}
+
+
+class Study:
+    """The white-box handle of one trained target (what :class:`StudyFiles` gives a fit)."""
+
+    def __init__(self, dataset, split, architecture, model) -> None:
+        self.dataset, self.split = dataset, split
+        self.architecture, self.model = architecture, model
+
+    def features(self):
+        return self.dataset.X
+
+    def labels(self):
+        return self.dataset.y
+
+    def meta(self):
+        return self.dataset.meta
+
+    def new_model(self):
+        return build_model(self.architecture, self.dataset.input_shape, self.dataset.n_classes)
+
+    def load_model(self, role, index):
+        return self.model.eval()
+
+    def training_indices(self, role, index):
+        return splits.training_indices(self.split, role, index)
+
+    def parts(self, group):
+        return splits.repetition(self.split, group)
+
+    def recipe(self):
+        return dict(RECIPE)
+
+
+def test_omniscient_is_theorem_1_by_hand():
+    # two features, one class: mu* = (0, 1), mu_hat = (1, 1), sigma^2 = (2, 1), x = (3, 5)
+    # w = ((1-0)/2, 0) = (0.5, 0); b = (0 - 1)/4 + (1 - 1)/2 = -0.25; logit = 1.5 - 0.25
+    logit = omniscient_logits(np.array([[3.0, 5.0]]), np.array([0]), np.array([[0.0, 1.0]]),
+                              np.array([2.0, 1.0]), np.array([[1.0, 1.0]]))
+    assert logit == pytest.approx([1.25])
+    # and it is the log-likelihood ratio of N(mu_hat, sigma^2) against N(mu*, sigma^2)
+    from scipy.stats import norm
+
+    x = np.array([3.0, 5.0])
+    ratio = (norm.logpdf(x, [1.0, 1.0], np.sqrt([2.0, 1.0]))
+             - norm.logpdf(x, [0.0, 1.0], np.sqrt([2.0, 1.0]))).sum()
+    assert logit[0] == pytest.approx(ratio)
+
+
+def test_bayes_wb_top_layer_is_observation_1():
+    """At a linear layer the local linear model is the weights: the score is
+    (W_y - mean W~_y)^T x + b_y - mean b~_y."""
+    torch.manual_seed(0)
+    target, proxies = torch.nn.Linear(5, 3), [torch.nn.Linear(5, 3) for _ in range(3)]
+    x, y = torch.randn(7, 5), torch.tensor([0, 1, 2, 0, 1, 2, 0])
+    logit = _bayes_logit(_pairs(target, proxies, x, y, steps=4))
+    weight = target.weight - torch.stack([p.weight for p in proxies]).mean(0)
+    bias = target.bias - torch.stack([p.bias for p in proxies]).mean(0)
+    by_hand = (weight[y] * x).sum(1) + bias[y]
+    assert torch.allclose(logit, by_hand, atol=1e-5)
+
+
+def test_bayes_wb_deep_layer_is_the_logit_gap():
+    """Efficiency makes Algorithm 4's local linear test the target's minus the proxies' mean
+    logit of the record's class, at any layer (up to the Riemann error)."""
+    torch.manual_seed(1)
+    model = build_model({"arch": "mlp", "widths": [16, 8], "activation": "tanh"}, (6,), 3).double()
+    proxies = [build_model({"arch": "mlp", "widths": [16, 8], "activation": "tanh"}, (6,),
+                           3).double()[3:] for _ in range(2)]
+    h, g = split_at(model, 3)
+    x, y = torch.randn(10, 6, dtype=torch.float64), torch.arange(10) % 3
+    z = h(x).detach()
+    logit = _bayes_logit(_pairs(g, proxies, z, y, steps=256))
+    gap = (g(z).gather(1, y[:, None])[:, 0]
+           - torch.stack([p(z).gather(1, y[:, None])[:, 0] for p in proxies]).mean(0))
+    assert torch.allclose(logit, gap.detach(), atol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def overfit():
+    """A linear softmax target on 100 records of Stolen Memories' synthetic data (75 features):
+    it fits its training set and generalises poorly, so membership leaks."""
+    dataset = sm_synthetic(Path("."), n_samples=400)
+    split = splits.make_split(len(dataset.y), SPLIT)
+    architecture = {"arch": "mlp", "widths": []}
+    trained = train_model(dataset.X, dataset.y, split["target_train"], architecture, RECIPE,
+                          dataset.n_classes, seed=0, eval_indices=split["target_test"])
+    study = Study(dataset, split, architecture, trained.model)
+    arrays, info = get_attack("bayes_wb").fit(study, 0, proxies=4, shadows=3,
+                                              displacement_widths=[0, 4], meta_widths=[0])
+    logits = predict_logits(trained.model, dataset.X)
+    context = attack_context({"attack": "bayes_wb"}, dataset.y, split, 0, logits, {},
+                             study=study)
+    return dataclasses.replace(context, fit=arrays), info, trained.info
+
+
+@pytest.mark.parametrize(("attack", "params"), [
+    ("omniscient", {}), ("bayes_wb", {}), ("bayes_wb", {"meta": True}), ("general_wb", {}),
+    ("general_wb", {"n_d": 0, "n_m": 0}), ("general_wb", {"n_d": 4, "n_m": 0})])
+def test_white_box_attacks_separate_members_of_an_overfitted_target(overfit, attack, params):
+    context, _, card = overfit
+    assert card["train_accuracy"] == 1.0 and card["test_accuracy"] < 0.7
+    member = context.target_mask[context.audit]
+    score = get_attack(attack).fn(context, **params)
+    assert metrics.auc(member, score) > 0.8
+    decided = metrics.decision_metrics(member, score > get_attack(attack).threshold)
+    assert decided["advantage"] > 0.3  # the paper's own decision rule (logit > 0) works
+
+
+def test_the_fit_chooses_on_validation_shadows(overfit):
+    context, info, _ = overfit
+    accuracy = [point["validation_accuracy"] for point in info["sweep"]]
+    assert len(accuracy) == 2 and info["chosen"]["n_d"] == [0, 4][int(np.argmax(accuracy))]
+    assert np.array_equal(get_attack("general_wb").fn(context),
+                          context.fit["general_wb"][int(np.argmax(accuracy))][context.audit])
+    with pytest.raises(ValueError, match="not in the fit's sweep"):
+        get_attack("general_wb").fn(context, n_d=16, n_m=0)
+    with pytest.raises(ValueError, match="both n_d and n_m"):
+        get_attack("general_wb").fn(context, n_d=0)
+    with pytest.raises(ValueError, match="layer 3 is not attacked"):
+        get_attack("bayes_wb").fn(context, layer=3)
+
+
+def test_the_fit_is_deterministic(overfit):
+    context, _, _ = overfit
+    study = context.study
+    again, _ = get_attack("bayes_wb").fit(study, 0, proxies=4, shadows=3,
+                                          displacement_widths=[0, 4], meta_widths=[0])
+    for key in ("bayes_wb", "bayes_wb_meta", "general_wb"):
+        assert np.array_equal(again[key], context.fit[key])
+
+
+def test_omniscient_needs_generated_gaussian_data(overfit):
+    context, _, _ = overfit
+
+    class NoTruth(Study):
+        def meta(self):
+            return {"source": "breast_cancer"}
+
+    handle = NoTruth(context.study.dataset, context.study.split, {"arch": "mlp", "widths": []},
+                     context.study.model)
+    with pytest.raises(ValueError, match="known Gaussian class means"):
+        get_attack("omniscient").fn(dataclasses.replace(context, study=handle))
+
+
+def test_calibration_gives_each_class_the_false_positive_rate_asked_for():
+    """Algorithm 3 on one sample of non-members; the FPR measured on a fresh sample of them is
+    about 1 - alpha in every class, though the classes' score scales differ."""
+    rng = np.random.default_rng(0)
+    n, shift = 20000, np.array([0.0, 3.0, -2.0])
+    labels, fresh_labels = rng.integers(0, 3, n), rng.integers(0, 3, n)
+    scores = rng.normal(shift[labels], 1.0 + labels)
+    fresh = rng.normal(shift[fresh_labels], 1.0 + fresh_labels)
+    for alpha in (0.9, 0.99):
+        tau = metrics.class_thresholds(scores, labels, alpha, 3)
+        for c in range(3):
+            fpr = np.mean(fresh[fresh_labels == c] > tau[c])
+            assert fpr == pytest.approx(1 - alpha, abs=0.25 * (1 - alpha) + 0.003)
+    # a class without calibration records takes the pooled threshold
+    tau = metrics.class_thresholds(np.array([1.0, 2.0, 3.0]), np.array([0, 0, 0]), 0.5, 2)
+    assert tau.tolist() == [2.0, 2.0]
+
+
+def test_decision_columns_and_calibration_records():
+    values, labels = np.array([0.5, -1.0, 2.0, 0.1]), np.array([0, 0, 1, 1])
+    held_out, held_labels = np.array([-3.0, -2.0, 0.2, 1.0, 3.0, 0.0]), np.array([0, 0, 0, 1, 1, 1])
+    columns = decision_columns(values, labels, 0.0, held_out, held_labels, [0.5])
+    assert columns["decision"].tolist() == [True, False, True, True]
+    # class 0 threshold: sorted(-3, -2, 0.2)[1] = -2; class 1: sorted(0, 1, 3)[1] = 1
+    assert columns["decision@cal50"].tolist() == [True, True, True, False]
+    assert "decision@cal50" not in decision_columns(values, labels, 0.0, held_out[:0],
+                                                    held_labels[:0], [0.5])
+    split = splits.make_split(40, SPLIT)
+    context = attack_context({"attack": "naive"}, np.zeros(40, int), split, 0,
+                             np.zeros((1, 40, 2), np.float32), {})
+    assert np.array_equal(calibration_records(context), split["reference_pool"])
+    balanced = splits.make_split(40, {"scheme": "balanced", "seed": 0})
+    context = attack_context({"attack": "naive"}, np.zeros(40, int), balanced, 0,
+                             np.zeros((1, 40, 2), np.float32), {})
+    assert len(calibration_records(context)) == 0  # its pool is the audit
+
+
+def test_decision_metrics_of_a_balanced_audit_match_the_definitions():
+    rng = np.random.default_rng(3)
+    member = np.repeat([True, False], 50)
+    called = rng.random(100) < np.where(member, 0.8, 0.3)
+    point = uncertainty.point_metrics(member, rng.random(100), [0.1],
+                                      decisions={"decision": called, "decision@cal90": ~called})
+    expected = metrics.decision_metrics(member, called)
+    for name in uncertainty.DECISION_METRICS:
+        assert point[name] == pytest.approx(expected[name])
+    assert point["recall@cal90"] == pytest.approx(1 - expected["recall"])
+    draws = uncertainty.bootstrap_metrics(member, rng.random(100), [0.1], 0, 200,
+                                          decisions={"decision": called})
+    assert abs(np.mean(draws["accuracy"]) - expected["accuracy"]) < 0.02
+    assert uncertainty.percent_scale("precision@cal99") == 100
+    assert uncertainty.decision_metric_names([0.9])[-1] == "recall@cal90"
+
+
+def test_an_ensemble_trains_each_model_on_its_own_rows():
+    """Each model of the stack fits its own subset (as if trained alone) and no other's."""
+    rng = np.random.default_rng(0)
+    X = torch.tensor(rng.normal(size=(200, 10)), dtype=torch.float32)
+    y = torch.tensor(rng.integers(0, 2, 200))  # random labels: only memorisation fits them
+    subsets = np.stack([rng.choice(200, 40, replace=False) for _ in range(3)])
+    ensemble = train_ensemble(lambda: build_model({"arch": "mlp", "widths": [32]}, (10,), 2),
+                              X, y, subsets, {**RECIPE, "epochs": 80}, seed=0)
+    logits = ensemble(X)
+    for k in range(3):
+        fitted = (logits[k].argmax(-1) == y).numpy()
+        others = np.setdiff1d(np.arange(200), subsets[k])
+        assert fitted[subsets[k]].mean() > 0.95 and fitted[others].mean() < 0.7
+        assert torch.allclose(ensemble.module(k)(X), logits[k], atol=1e-5)
