@@ -2,8 +2,9 @@
 
     .venv/bin/python benchmarks/workflow.py [--setup] [--tests] [--out FILE] [--keep DIR]
 
-The default run happens in a fresh temporary working directory (cold: empty results/), kept
-as ``DIR`` with ``--keep`` (to read its tables afterwards). With
+The default run happens in a fresh working directory (cold: empty results/): a temporary one,
+or ``DIR`` with ``--keep`` (which must not exist yet), kept even if the run fails, to read its
+tables and per-job benchmarks afterwards. With
 ``--setup`` the environment is also built from scratch in a temporary copy of the repository,
 and ``--tests`` times the test suite. Prints a Markdown report (and writes it to ``--out``).
 """
@@ -22,7 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
-             "--configfile", str(ROOT / "config" / "config.yaml"), "--cores", "2"]
+             "--configfile", str(ROOT / "config" / "config.yaml"),
+             "--profile", str(ROOT / "profiles" / "local")]  # the README's command: 2 cores
 
 
 def timed(command: list[str], cwd: Path) -> tuple[float, str]:
@@ -38,17 +40,26 @@ def job_counts(output: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
 
 
+def study_seconds(work: Path) -> list[tuple[str, float]]:
+    """Seconds of every job (Snakemake's benchmark files) summed per study, largest first."""
+    totals: dict[str, float] = {}
+    for bench in (work / "results" / "benchmarks").glob("*/*.tsv"):
+        seconds = float(bench.read_text().splitlines()[1].split("\t")[0])
+        totals[bench.parent.name] = totals.get(bench.parent.name, 0.0) + seconds
+    return sorted(totals.items(), key=lambda item: -item[1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--setup", action="store_true", help="also time a from-scratch set-up")
     parser.add_argument("--tests", action="store_true", help="also time the test suite")
     parser.add_argument("--out", type=Path, help="write the report here too")
-    parser.add_argument("--keep", type=Path, help="keep the default run's directory here")
+    parser.add_argument("--keep", type=Path, help="run in this new directory and keep it")
     args = parser.parse_args()
     rows: list[tuple[str, str]] = []
     with tempfile.TemporaryDirectory() as scratch:
-        work = Path(scratch) / "run"
-        work.mkdir()
+        work = args.keep or Path(scratch) / "run"
+        work.mkdir(parents=True)
         dry_seconds, dry = timed([*SNAKEMAKE, "--directory", str(work), "--dry-run"], ROOT)
         jobs = job_counts(dry)
         rows.append(("`snakemake -n` (default config)", f"{dry_seconds:.1f} s"))
@@ -58,8 +69,9 @@ def main() -> None:
         cards = sorted((work / "results" / "studies").glob("*/models/*/*.json"))
         infos = [json.loads(c.read_text()) for c in cards]
         distinct = {(i["train_indices_sha256"], i["seed"],
-                     json.dumps(i["architecture"], sort_keys=True)) for i in infos}
-        rows.append(("training jobs / models / distinct (data, seed, architecture)",
+                     json.dumps([i["architecture"], i["recipe"]], sort_keys=True))
+                    for i in infos}
+        rows.append(("training jobs / models / distinct (data, seed, architecture, recipe)",
                      f"{jobs.get('train', 0)} / {len(cards)} / {len(distinct)}"))
         train_seconds = sum(i["train_seconds"] for i in infos)
         rows.append(("sum of in-job training seconds", f"{train_seconds:.0f} s"))
@@ -67,14 +79,14 @@ def main() -> None:
             benches = (work / "results" / "benchmarks").glob(f"*/{kind}-*.tsv")
             seconds = sum(float(b.read_text().splitlines()[1].split("\t")[0]) for b in benches)
             rows.append((f"sum of {kind}-job seconds", f"{seconds:.0f} s"))
+        rows.append(("job seconds by study (all rules)", ", ".join(
+            f"{study} {seconds:.0f}" for study, seconds in study_seconds(work))))
         if args.setup:
             copy = Path(scratch) / "repo"
             shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
                 ".venv", "results", ".snakemake", "logs", ".git", "__pycache__"))
             setup_seconds, _ = timed(["bash", "setup.sh"], copy)
             rows.append(("environment set-up from scratch", f"{setup_seconds:.0f} s"))
-        if args.keep:
-            shutil.copytree(work, args.keep, dirs_exist_ok=True)
     if args.tests:
         test_seconds, output = timed([sys.executable, "-m", "pytest", "-q"], ROOT)
         summary = output.strip().splitlines()[-1]

@@ -72,9 +72,14 @@ def train_ensemble(build: Callable[[], nn.Module], inputs: torch.Tensor, labels:
     ``inputs`` ``(N, *shape)`` with ``labels`` ``(N,)`` are shared by all models, or
     ``(K, N, *shape)`` with ``(K, N)`` give each model rows of its own (a shadow model's
     features); ``subsets`` ``(K, n)`` are the row indices each model trains on (equal sizes).
-    Initialisation and data order are seeded by ``seed``.
+    Initialisation and data order are seeded by ``seed``. A recipe's ``dp`` block is not
+    applied (per-sample clipping does not stack), nor is image augmentation, which no Stolen
+    Memories recipe uses: asking for it is an error rather than a silent change.
     """
     recipe = {**DEFAULT_RECIPE, **recipe}
+    if recipe["augment"]:
+        raise ValueError(f"ensembles train without augmentation; the recipe asks for "
+                         f"{recipe['augment']}")
     inputs, labels = torch.as_tensor(inputs), torch.as_tensor(labels)
     subsets = torch.as_tensor(np.asarray(subsets), dtype=torch.long, device=inputs.device)
     n_models, n_rows = subsets.shape

@@ -229,9 +229,9 @@ class Estimate:
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
         """Student-t interval over targets, or the bootstrap percentile interval."""
         if self.method == "targets":
-            from scipy import stats
+            from scipy.special import stdtrit  # Student-t quantile; scipy.stats costs 1 s
 
-            spread = stats.t.ppf(0.5 + level / 2, len(self.draws) - 1) * self.draws.std(
+            spread = stdtrit(len(self.draws) - 1, 0.5 + level / 2) * self.draws.std(
                 ddof=1) / np.sqrt(len(self.draws))
             return float(self.value - spread), float(self.value + spread)
         low, high = np.quantile(self.draws, [0.5 - level / 2, 0.5 + level / 2])

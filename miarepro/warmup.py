@@ -20,7 +20,9 @@ MODULES = (
     "miarepro.artifacts.claims", "miarepro.artifacts.density", "miarepro.artifacts.figures",
     "miarepro.artifacts.index", "miarepro.artifacts.toy_regression", "miarepro.training",
     "miarepro.lastlayer", "miarepro.quantile", "miarepro.data", "miarepro.boosting",
-    "miarepro.search", "miarepro.artifacts.model_tables",
+    "miarepro.search", "miarepro.artifacts.model_tables", "miarepro.artifacts.iha_tables",
+    "miarepro.artifacts.sm_figures", "miarepro.ensemble", "miarepro.influence",
+    "miarepro.privacy", "miarepro.hessian", "opacus",
 )
 
 

@@ -7,7 +7,7 @@ from miarepro.artifacts import catalog
 from miarepro.artifacts import claims as cl
 from miarepro.uncertainty import Estimate
 
-PAPERS = ("bmia", "iha", "qmia")
+PAPERS = ("bmia", "iha", "qmia", "stolen-memories")
 
 
 @pytest.mark.parametrize("paper", PAPERS)
@@ -113,3 +113,25 @@ def test_attacks_are_found_by_paper_name_and_setting():
     assert cl.find_attack(study, {"attack": "attack_p"}) == "p"
     assert cl.find_attack(study, {"attack": "lira_offline", "setting": "n=2"}) == "l2"
     assert cl.find_attack(study, {"attack": "lira_offline", "setting": "n=8"}) is None
+
+
+def test_a_bound_and_a_side_measured_by_another_metric_are_evaluated(monkeypatch):
+    """SM-C14 bounds one attack (no ``b``); SM-C13 compares one attack's calibrated precision
+    with its own uncalibrated one (a side's ``metric``)."""
+    from miarepro.artifacts import results
+
+    def estimates(_results, _study, attack):
+        values = {"accuracy": 0.55, "precision": 0.50, "precision@cal99": 0.70}
+        return {metric: Estimate(v, np.array([v - 0.01, v, v + 0.01]), "targets")
+                for metric, v in values.items()}
+
+    monkeypatch.setattr(results, "attack_estimates", estimates)
+    config = {"artifacts": {}, "studies": {"bcw": {
+        "paper": "stolen-memories", "paper_dataset": "breast_cancer", "attacks": {
+            "general-wb": {"attack": "general_wb", "paper_attack": "general_wb"},
+            "general-wb-dp": {"attack": "general_wb", "paper_attack": "general_wb",
+                              "paper_setting": "epsilon=0.25"}}}}}
+    rows = cl.evaluate(config, ["bcw"]).set_index("claim")
+    assert rows.loc["SM-C14", "verdict"] == "holds"  # 55% <= 64.2%
+    assert rows.loc["SM-C13", "verdict"] == "holds"  # 70% calibrated > 50% uncalibrated
+    assert rows.loc["SM-C13", "quantity"] == pytest.approx(0.20)

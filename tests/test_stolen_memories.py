@@ -140,6 +140,8 @@ def test_the_fit_chooses_on_validation_shadows(overfit):
     assert len(accuracy) == 2 and info["chosen"]["n_d"] == [0, 4][int(np.argmax(accuracy))]
     assert np.array_equal(get_attack("general_wb").fn(context),
                           context.fit["general_wb"][int(np.argmax(accuracy))][context.audit])
+    saved = {key.split(".")[0] for key in context.fit if "." in key}
+    assert saved == {"meta_model", "general_wb_model"}  # the trained attack models themselves
     with pytest.raises(ValueError, match="not in the fit's sweep"):
         get_attack("general_wb").fn(context, n_d=16, n_m=0)
     with pytest.raises(ValueError, match="both n_d and n_m"):

@@ -27,7 +27,7 @@ TINY = {
                                   "n_features": 60, "n_classes": 10, "seed": 5}},
                  "tiny-tab": {"source": "tabular_like", "n_samples": 400, "n_features": 8,
                               "n_informative": 4, "label_noise": 0.2},
-                 "tiny-gauss": {"source": "sm_synthetic", "n_samples": 200, "n_features": 10,
+                 "tiny-gauss": {"source": "sm_synthetic", "n_samples": 200, "n_features": 16,
                                 "n_classes": 4}},
     "studies": {
         "part": {
@@ -109,6 +109,15 @@ TINY = {
                         "general-wb": {"attack": "general_wb", **SM_FIT},
                         "naive": {"attack": "naive"}},
         },
+        "sm-dp": {  # the same target trained by DP-SGD
+            "paper": "stolen-memories", "dataset": "tiny-gauss",
+            "split": {"scheme": "partition", "seed": 0,
+                      "fractions": {"target_train": 0.25, "target_test": 0.25,
+                                    "reference_pool": 0.5}},
+            "model": {"arch": "mlp", "widths": []},
+            "training": {"epochs": 20, "lr": 0.1, "batch_size": 16, "dp": {"epsilon": 4.0}},
+            "attacks": {"naive": {"attack": "naive"}},
+        },
     },
     "artifacts": {
         "leaderboard": {"builder": "leaderboard"},
@@ -132,6 +141,10 @@ TINY = {
                   "attacks": ["omniscient", "bayes-wb", "general-wb"],
                   "metrics": ["advantage", "precision@cal90"]},
         "SM-F6": {"builder": "displacement_sweep", "studies": ["sm"], "attacks": ["general-wb"]},
+        "SM-F1a": {"builder": "influence_explanations", "studies": ["sm"]},
+        "SM-F8": {"builder": "dataset_size_trend", "studies": ["sm"],
+                  "attacks": ["bayes-wb", "general-wb"], "metrics": ["accuracy"]},
+        "SM-F13": {"builder": "dp_utility", "studies": ["sm", "sm-dp"]},
         "IHA-T5a": {"builder": "agreement", "studies": ["bal"], "attacks": ["loss", "iha"],
                     "fpr": 0.1},
         "IHA-T6": {"builder": "attack_costs", "studies": ["bal"],
@@ -395,6 +408,13 @@ def test_stolen_memories_attacks_share_one_fit_and_calibrate_on_the_hold_out(wor
     assert "decision" not in loss.columns  # a ranking only: no decision rule
     sweep = pd.read_csv(results / "artifacts/SM-F6.csv")
     assert sweep["setting"].tolist() == ["n_D=0, n_M=0", "n_D=2, n_M=0"]
+    utility = pd.read_csv(results / "artifacts/SM-F13.csv").set_index("study")
+    card = yaml.safe_load((results / "studies/sm-dp/models/target/0.json").read_text())
+    assert utility.loc["sm-dp", "epsilon"] == pytest.approx(card["dp_epsilon"])
+    assert 3.9 < card["dp_epsilon"] <= 4.0 and card["dp_noise_multiplier"] > 0
+    assert np.isinf(utility.loc["sm", "epsilon"])
+    for name in ("SM-F1a", "SM-F2", "SM-F5", "SM-F8"):
+        assert (results / f"artifacts/{name}.png").stat().st_size > 0
 
 
 def test_white_box_handle_rebuilds_the_saved_models(workflow):

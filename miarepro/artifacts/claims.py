@@ -211,7 +211,7 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                 rows.append({**row, "verdict": "not run",
                              "ours": "attack not in this study"})
                 continue
-            sides = [claim.a, claim.b or claim.a]  # matched_best: the rival is claim.a too
+            sides = [claim.a, claim.b or claim.a][: len(names)]  # matched_best's rival: a
             estimates = [res.attack_estimates(res.RESULTS, study, n)[
                 side.get("metric", claim.metric)] for n, side in zip(names, sides, strict=True)]
             outcome, quantity = verdict(claim, estimates[0],

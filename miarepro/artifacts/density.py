@@ -97,11 +97,11 @@ def hard_nonmember(hinge: np.ndarray, member: np.ndarray) -> int:
 
 def density_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
                    prefix: str) -> None:
-    from miarepro.artifacts.figures import _save, pyplot
+    from miarepro.artifacts.figures import _save, palette, pyplot
     from miarepro.attacks import get_attack
     from miarepro.pipeline import attack_context
 
-    plt, sns = pyplot()
+    plt = pyplot()
     (study,) = studies_of(settings, config)
     study_config = config["studies"][study]
     dataset, split_path, target = _study_files(RESULTS, study, study_config)
@@ -110,8 +110,8 @@ def density_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
     target_logits = io.read_array(target)
     sample, target_score = None, None
     figure, axis = plt.subplots(figsize=(7.5, 4.0))
-    palette = sns.color_palette("colorblind", len(settings["attacks"]))
-    for colour, attack_name in zip(palette, settings["attacks"], strict=True):
+    colours = palette(len(settings["attacks"]))
+    for colour, attack_name in zip(colours, settings["attacks"], strict=True):
         attack = study_config["attacks"][attack_name]
         family = attack["attack"]
         params = {**get_attack(family).defaults(), **attack_params(attack)}

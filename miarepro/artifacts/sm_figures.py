@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from miarepro import io, splits
-from miarepro.artifacts.figures import _save, pyplot
+from miarepro.artifacts.figures import _save, error_bars, palette, pyplot
 from miarepro.artifacts.results import RESULTS, studies_of
 from miarepro.config import model_home
 
@@ -50,7 +50,7 @@ def two_gaussians(name: str, settings: dict[str, Any], config: dict[str, Any],
                        max(mu_star[j], mu_hat[j]) + 3.5 * sigma[j], 400)
     from scipy.stats import norm
 
-    plt, _ = pyplot()
+    plt = pyplot()
     figure, axis = plt.subplots(figsize=(6, 3.4))
     population = norm.pdf(grid, mu_star[j], sigma[j])
     training = norm.pdf(grid, mu_hat[j], sigma[j])
@@ -109,7 +109,7 @@ def displacement_sweep(name: str, settings: dict[str, Any], config: dict[str, An
     table = pd.DataFrame(rows)
     io.write_table(prefix + ".csv", table)
     mean = table.groupby("setting", sort=False)[["validation", "test"]].mean()
-    plt, _ = pyplot()
+    plt = pyplot()
     figure, axis = plt.subplots(figsize=(max(5, 0.9 * len(mean) + 2), 3.6))
     ticks = np.arange(len(mean))
     for column, marker in (("validation", "o"), ("test", "s")):
@@ -149,7 +149,7 @@ def dp_utility(name: str, settings: dict[str, Any], config: dict[str, Any],
     finite = table.loc[np.isfinite(table["epsilon"]), "epsilon"]
     at_infinity = 4 * finite.max() if len(finite) else 1.0
     where = table["epsilon"].replace(np.inf, at_infinity)
-    plt, _ = pyplot()
+    plt = pyplot()
     figure, axis = plt.subplots(figsize=(5.5, 3.6))
     for column, marker in (("train", "o"), ("test", "s")):
         mean = table.assign(x=where).groupby("x")[column].mean()
@@ -196,16 +196,16 @@ def dataset_size_trend(name: str, settings: dict[str, Any], config: dict[str, An
                          "high": scale * row[f"{metric}_high"]})
     table = pd.DataFrame(rows)
     io.write_table(prefix + ".csv", table)
-    plt, sns = pyplot()
+    plt = pyplot()
     figure, axis = plt.subplots(figsize=(6, 3.8))
     labels = list(dict.fromkeys(table["attack"]))
-    palette = dict(zip(labels, sns.color_palette("colorblind", len(labels)), strict=True))
+    colours = dict(zip(labels, palette(len(labels)), strict=True))
     for k, (label, group) in enumerate(table.groupby("attack", sort=False)):
         group = group.sort_values("records")
         x = group["records"] * (1 + 0.03 * (k - len(labels) / 2))  # side by side at one size
-        axis.errorbar(x, group[metric], yerr=[group[metric] - group["low"],
-                                              group["high"] - group[metric]],
-                      marker="o", capsize=3, ls=":", color=palette[label], label=label)
+        axis.errorbar(x, group[metric], yerr=error_bars(group[metric], group["low"],
+                                                        group["high"]),
+                      marker="o", capsize=3, ls=":", color=colours[label], label=label)
     for _, row in table.drop_duplicates("study").iterrows():
         axis.annotate(row["study"], (row["records"], table[metric].min()), fontsize=6,
                       rotation=90, va="bottom", ha="center", alpha=0.6)
@@ -213,4 +213,60 @@ def dataset_size_trend(name: str, settings: dict[str, Any], config: dict[str, An
     axis.set(xlabel="records in the dataset", ylabel=f"{metric} (%)")
     axis.legend(fontsize=7)
     figure.suptitle(textwrap.fill(settings.get("title", name), 80), fontsize=9)
+    _save(figure, prefix)
+
+
+def explanation_inputs(results: str, settings: dict[str, Any],
+                       config: dict[str, Any]) -> list[str]:
+    _, _, dataset, home = _study_files(results, settings, config)
+    return [dataset, dataset.replace(".npz", ".json"), f"{home}/split.npz",
+            f"{home}/models/target/0.pt"]
+
+
+def influence_explanations(name: str, settings: dict[str, Any], config: dict[str, Any],
+                           prefix: str) -> None:
+    """Figure 1, qualitative: (a) 12 training images of target 0; (b) the influence-directed
+    explanation (input pixels' internal influence on the class logit times the pixels, Eq. 9
+    at the input layer) of three test images of one class; (c) the same on the training image
+    of that class the target is least sure of, the stand-in for the paper's pink-background
+    photo. The images must be square."""
+    import torch
+
+    from miarepro.influence import internal_influence
+    from miarepro.pipeline import StudyFiles
+
+    study, study_config, dataset, home = _study_files(RESULTS, settings, config)
+    files = StudyFiles(dataset, f"{home}/split.npz", f"{home}/models", study_config["model"],
+                       study_config["training"])
+    model = files.load_model("target", 0)
+    x, y = files.features(), files.labels()
+    side = round(np.sqrt(x[0].size))
+    train = splits.training_indices(files.split, "target", 0)
+    test = splits.repetition(files.split, 0)["target_test"]
+    cls = 0  # one class, as the paper explains one person
+    with torch.no_grad():
+        confidence = torch.softmax(model(torch.as_tensor(x[train])), -1)[:, cls].numpy()
+    own = train[y[train] == cls]
+    atypical = int(own[np.argmin(confidence[y[train] == cls])])
+    explained = [int(i) for i in test[y[test] == cls][:3]] + [atypical]
+    inputs = torch.as_tensor(x[explained])
+    chi = internal_influence(model, inputs, cls, steps=64)
+    attribution = (chi * inputs).reshape(len(explained), side, side).numpy()
+    plt = pyplot("white")
+    figure, axes = plt.subplots(3, 8, figsize=(10, 4.2))
+    for axis, index in zip(axes[:2, :6].ravel(), train[:12], strict=True):
+        axis.imshow(x[index].reshape(side, side), cmap="gray")
+        axis.set_title(f"train, label {y[index]}", fontsize=6)
+    for k, index in enumerate(explained):
+        scale = float(np.abs(attribution[k]).max()) or 1.0
+        axes[2, 2 * k].imshow(x[index].reshape(side, side), cmap="gray")
+        axes[2, 2 * k].set_title("atypical training" if index == atypical else "test",
+                                 fontsize=6)
+        axes[2, 2 * k + 1].imshow(attribution[k], cmap="RdBu_r", vmin=-scale, vmax=scale)
+        axes[2, 2 * k + 1].set_title(f"influence x input ({cls})", fontsize=6)
+    for axis in axes.ravel():
+        axis.set_axis_off()
+    figure.suptitle(textwrap.fill(
+        f"{settings.get('title', name)} [{study}, target 0; qualitative: red pixels raise the "
+        f"class-{cls} logit, blue lower it]", 90), fontsize=8)
     _save(figure, prefix)

@@ -184,11 +184,11 @@ def toy_regression_curves(settings: dict[str, Any], data_dir: str | Path = "data
 def toy_regression_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
                           prefix: str) -> None:
     """BMIA Figure 1: two panels, the training points with each model's median and 90% band."""
-    from miarepro.artifacts.figures import _save, pyplot
+    from miarepro.artifacts.figures import _save, palette, pyplot
 
     curves = toy_regression_curves(settings, config.get("data_dir", "data"))
-    plt, sns = pyplot()
-    colour = sns.color_palette("colorblind", 1)[0]
+    plt = pyplot()
+    colour = palette(1)[0]
     figure, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
     panels = (("Quantile regression", "quantile_regression"),
               ("BNN (Laplace, KFAC GGN)", "bnn"))

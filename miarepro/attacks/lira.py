@@ -57,10 +57,10 @@ def lira_quantiles(ctx: AttackContext, taus: np.ndarray,
                    **_: object) -> tuple[np.ndarray, np.ndarray]:
     """LiRA's implied threshold: the ``taus`` quantiles of each sample's OUT Gaussian,
     ``mu_out + s_out Phi^-1(tau)`` (QMIA's pinball comparison), on the first query."""
-    from scipy.stats import norm
+    from scipy.special import ndtri  # the normal quantile, without scipy.stats's import
 
     fit = moments(ctx.reference_statistic(statistic), ctx.reference_in(), variance)
-    spread = np.sqrt(fit.var_out[0])[:, None] * norm.ppf(taus)[None]
+    spread = np.sqrt(fit.var_out[0])[:, None] * ndtri(taus)[None]
     return ctx.target_statistic(statistic)[0], fit.mean_out[0][:, None] + spread
 
 

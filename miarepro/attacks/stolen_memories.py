@@ -34,6 +34,11 @@ silent (matrix §2.9), also in the studies' deviations:
   "minimal capacity", which can represent subtraction) and a linear meta model;
 - proxies and shadows of a DP-trained target are trained without DP (the attacker's recipe is
   the target's otherwise).
+
+As Algorithm 2 prescribes, a shadow model's non-members ``S0`` train its proxy, so on shadow
+rows they look less like members than a target's test records do: the sweep's validation
+accuracy runs well above the target's (measured on the synthetic data: 0.93-0.96 against
+0.74-0.78).
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from miarepro.options import Range
 
 Width = Annotated[int, Range(0)]
 _ADAM_BATCH = 128
+_META_HIDDEN = 16  # §4.2: the meta model over bayes-wb's layers is an MLP of 16 hidden units
 
 
 def omniscient_logits(x: np.ndarray, labels: np.ndarray, true_means: np.ndarray,
@@ -160,23 +166,26 @@ def fit_stolen_memories(
         shadow_pairs, slice(shadows, None))
     train_y = torch.as_tensor(member[:shadows].ravel(), dtype=torch.float32, device=dev)
     valid_y = member[shadows:].ravel()
-    target_rows = [tuple(part for part in pairs) for pairs in target_pairs]
-
     arrays: dict[str, np.ndarray] = {
-        "bayes_wb": np.stack([_bayes_logit(p).cpu().numpy() for p in target_rows])}
+        "bayes_wb": np.stack([_bayes_logit(p).cpu().numpy() for p in target_pairs])}
     bayes_train = torch.stack([_bayes_logit(p) for p in train_rows], dim=1)
-    meta = _train(_general_wb_model(len(cuts), None, 16), [bayes_train], train_y, epochs, lr,
-                  int(next(seeds)))
+    meta = _train(_general_wb_model(len(cuts), None, _META_HIDDEN), [bayes_train], train_y,
+                  epochs, lr, int(next(seeds)))
     arrays["bayes_wb_meta"] = _predict(meta, [torch.stack(
-        [_bayes_logit(p) for p in target_rows], dim=1)])
+        [_bayes_logit(p) for p in target_pairs], dim=1)])
     grid = [(d, m) for d in displacement_widths for m in meta_widths]
-    logits, accuracy = [], []
+    logits, accuracy, states = [], [], []
     for n_d, n_m in grid:
         model = _train(_general_wb_model(len(cuts), n_d, n_m), train_rows, train_y, epochs, lr,
                        int(next(seeds)))
         accuracy.append(float(np.mean((_predict(model, valid_rows) > 0) == valid_y)))
-        logits.append(_predict(model, target_rows))
+        logits.append(_predict(model, target_pairs))
+        states.append(model.state_dict())
     chosen = int(np.argmax(accuracy))
+    # the trained attack models themselves: bayes-wb's meta model and the chosen general-wb
+    arrays.update({f"{prefix}.{key}": value.cpu().numpy() for prefix, state in
+                   (("meta_model", meta.state_dict()), ("general_wb_model", states[chosen]))
+                   for key, value in state.items()})
     arrays.update(general_wb=np.stack(logits), grid=np.array(grid, dtype=np.int64),
                   validation_accuracy=np.array(accuracy), chosen=np.array(chosen),
                   layer_positions=np.array(cuts))
