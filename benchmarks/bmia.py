@@ -23,6 +23,7 @@ from miarepro import lastlayer
 from miarepro.attacks import AttackContext, get_attack
 from miarepro.data import load_dataset
 from miarepro.training import last_layer_features, train_model
+from report import emit  # benchmarks/report.py (a script's folder is on sys.path)
 
 RECIPE = {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 1e-4, "epochs": 60,
           "batch_size": 128, "milestones": [0.4167, 0.8333]}
@@ -78,11 +79,8 @@ def main() -> None:
                     rows.append((f"BMIA scoring, {structure}, {predictive}, N={n_samples}, "
                                  f"{args.queries} queries", seconds,
                                  f"{100 * seconds / train_seconds:.1f}% of training"))
-    report = ("| step | seconds | note |\n|---|---|---|\n"
-              + "\n".join(f"| {name} | {seconds:.2f} | {note} |" for name, seconds, note in rows))
-    print(report)
-    if args.out:
-        args.out.write_text(report + "\n")
+    emit(["| step | seconds | note |", "|---|---|---|",
+          *(f"| {name} | {seconds:.2f} | {note} |" for name, seconds, note in rows)], args.out)
 
 
 if __name__ == "__main__":

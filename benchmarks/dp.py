@@ -29,6 +29,7 @@ import torch
 from miarepro import privacy
 from miarepro.data import load_dataset
 from miarepro.training import train_model
+from report import emit  # benchmarks/report.py (a script's folder is on sys.path)
 
 RECIPE = {"optimizer": "sgd", "lr": 0.1, "momentum": 0.0, "batch_size": 32}
 
@@ -99,10 +100,7 @@ def main() -> None:
     lines += [f"| {r['name']} | {r['plain']:.4f} | {r['private']:.4f} | "
               f"{r['private'] / r['plain']:.1f}x | {r['sigma']:.3f} | {r['rate']:.4f} | "
               f"{r['solve']:.2f} |" for r in rows]
-    report = "\n".join(lines)
-    print(report)
-    if args.out:
-        args.out.write_text(report + "\n")
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from report import emit  # benchmarks/report.py (a script's folder is on sys.path)
+
 CASES = {
     "logistic regression (MNIST-Odd)": ({"source": "mnist_subset", "relabel": "odd_even"}, [],
                                         "mse"),
@@ -141,10 +143,7 @@ def main() -> None:
                      f" | {r['fit_peak_mb']:.0f} | "
                      + (f"{exact:.4f}" if exact is not None else "not run") +
                      f" | {r['cg_seconds_per_record']:.3f} |")
-    report = "\n".join(lines)
-    print(report)
-    if args.out:
-        args.out.write_text(report + "\n")
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":

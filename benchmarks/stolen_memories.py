@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from report import emit  # benchmarks/report.py (a script's folder is on sys.path)
+
 SGD = {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 1e-4,
        "batch_size": 32}
 CASES = {  # dataset spec, architecture, recipe, attacked layers
@@ -113,10 +115,7 @@ def main() -> None:
                      f"{row['train_seconds']:.2f} | {row['fit_seconds']:.1f} | "
                      f"{row['ratio']:.0f}x |")
         print(lines[-1], flush=True)
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if args.out:
-        args.out.write_text(report)
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from report import emit  # benchmarks/report.py (a script's folder is on sys.path)
+
 ROOT = Path(__file__).resolve().parent.parent
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
              "--configfile", str(ROOT / "config" / "config.yaml"),
@@ -91,10 +93,7 @@ def main() -> None:
         test_seconds, output = timed([sys.executable, "-m", "pytest", "-q"], ROOT)
         summary = output.strip().splitlines()[-1]
         rows.append(("test suite", f"{test_seconds:.0f} s ({summary})"))
-    report = "| measure | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
-    print(report)
-    if args.out:
-        args.out.write_text(report + "\n")
+    emit(["| measure | value |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)], args.out)
 
 
 if __name__ == "__main__":

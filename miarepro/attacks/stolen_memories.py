@@ -251,6 +251,12 @@ def _general_wb_model(n_layers: int, n_d: int | None, n_m: int) -> Any:
     return GeneralWB()
 
 
+def _as_double(inputs: list) -> list:
+    """The model inputs (per-layer pair tuples, or one tensor) in float64, as the models are."""
+    return [tuple(p.double() for p in item) if isinstance(item, tuple) else item.double()
+            for item in inputs]
+
+
 def _rows(inputs: list, index: Any) -> list:
     return [tuple(part[index] for part in item) if isinstance(item, tuple) else item[index]
             for item in inputs]
@@ -263,8 +269,7 @@ def _train(model: Any, inputs: list, labels: Any, epochs: int, lr: float, seed: 
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     model = model.double().to(labels.device)
-    inputs = [tuple(p.double() for p in item) if isinstance(item, tuple) else item.double()
-              for item in inputs]
+    inputs = _as_double(inputs)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = torch.nn.BCEWithLogitsLoss()
     for _ in range(epochs):
@@ -279,8 +284,7 @@ def _train(model: Any, inputs: list, labels: Any, epochs: int, lr: float, seed: 
 def _predict(model: Any, inputs: list) -> np.ndarray:
     import torch
 
-    inputs = [tuple(p.double() for p in item) if isinstance(item, tuple) else item.double()
-              for item in inputs]
+    inputs = _as_double(inputs)
     with torch.no_grad():
         return model(inputs).cpu().numpy()
 
