@@ -350,7 +350,7 @@ BUILDERS: dict[str, Builder] = {
                                   attacks_in_some_study=True),
     "influence_explanations": Builder("figure", _lazy("sm_figures", "influence_explanations"),
                                       "training images and influence-directed explanations",
-                                      ("studies", "title"),
+                                      ("studies", "paper_dataset", "title"),
                                       inputs=_lazy("sm_figures", "explanation_inputs")),
     "density": Builder("figure", _lazy("density", "density_figure"),
                        "one hard non-member's score densities and thresholds per attack",
