@@ -146,10 +146,11 @@ def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> N
     except ValueError as error:
         raise ConfigError(f"config key {error}") from None
     if study["model"]["arch"] == "catboost":
-        whitebox = [a for a, e in study["attacks"].items() if get_attack(e["attack"]).whitebox]
-        if whitebox:
-            raise _fail(f"{where}.attacks.{whitebox[0]}", "a white-box attack needs a torch "
-                        "model; this study's models are catboost")
+        torch_only = [a for a, e in study["attacks"].items()
+                      if get_attack(e["attack"]).loads_models]
+        if torch_only:
+            raise _fail(f"{where}.attacks.{torch_only[0]}", "a white-box or query attack needs "
+                        "a torch model; this study's models are catboost")
     sizes = _split_sizes(where, study, config)
     _check_dp(where, study, sizes)
     for attack_name, entry in study["attacks"].items():
@@ -215,8 +216,9 @@ def _check_reference_study(at: str, study: dict[str, Any], entry: dict[str, Any]
     from miarepro.attacks import get_attack
 
     other = entry["reference_study"]
-    if get_attack(entry["attack"]).whitebox:
-        raise _fail(f"{at}.reference_study", "white-box attacks load the study's own models")
+    if get_attack(entry["attack"]).loads_models:
+        raise _fail(f"{at}.reference_study", "white-box and query attacks load the study's own "
+                    "models")
     if other not in config["studies"]:
         raise _fail(f"{at}.reference_study", unknown("study", other, config["studies"]))
     source = config["studies"][other]

@@ -135,6 +135,7 @@ class StudyFiles:
         self.split = io.read_arrays(split_path)
         self.card = io.read_json(Path(dataset_path).with_suffix(".json"))
         self.architecture, self._recipe = architecture, recipe
+        self._loaded: dict[tuple[str, int], Any] = {}  # models queried so far
 
     def features(self) -> np.ndarray:
         return io.read_arrays(self.dataset_path)["X"]
@@ -176,6 +177,15 @@ class StudyFiles:
         state = io.load_checkpoint(self.model_dir / role / f"{index}.pt")
         model.load_state_dict(state)
         return model.eval()
+
+    def query(self, role: str, index: int, inputs: np.ndarray) -> np.ndarray:
+        """Logits ``(n, C)`` of model ``role/index`` on ``inputs`` (eval mode, no gradient)."""
+        from miarepro.training import predict_logits
+
+        if (role, index) not in self._loaded:
+            self._loaded[(role, index)] = self.load_model(role, index)
+        logits = predict_logits(self._loaded[(role, index)], np.asarray(inputs, dtype=np.float32))
+        return logits[0].astype(np.float64)
 
 
 def fit(settings: dict[str, Any], study: StudyFiles, group: int, arrays_path: str,
@@ -229,9 +239,12 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
     import pandas as pd
 
     from miarepro.attacks import get_attack
+    from miarepro.attacks.base import QueryAccess
 
     spec = get_attack(attack["attack"])
     params = spec.split_params(attack_params(attack))[1]  # the fit's own are in its file
+    if study is not None and spec.queries and not spec.whitebox:
+        study = QueryAccess(study)
     labels = io.read_arrays(dataset_path)["y"]
     split = io.read_arrays(split_path)
     by_index = {int(Path(path).stem): path for path in reference_signals}

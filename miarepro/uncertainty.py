@@ -57,10 +57,16 @@ def resolvable(metric: str, n_members: int, n_nonmembers: int) -> bool:
     return fpr is None or n_nonmembers * fpr >= MIN_EXCEEDANCES - 1e-9
 
 
-def percent_scale(metric: str) -> float:
+#: papers that print AUC in percent (Subpop's Table 2); the others print it as a fraction
+AUC_IN_PERCENT = frozenset({"subpop"})
+
+
+def percent_scale(metric: str, paper: str | None = None) -> float:
     """100 for metrics the papers print in percent (TPR, precision, Stolen Memories' accuracy,
-    advantage and recall), 1 for the others (AUC, pinball loss in score units, seconds)."""
-    percent = metric_fpr(metric) is not None or metric.split("@")[0] in DECISION_METRICS
+    advantage and recall; AUC where ``paper`` prints it so), 1 for the others (AUC, pinball
+    loss in score units, seconds)."""
+    percent = (metric_fpr(metric) is not None or metric.split("@")[0] in DECISION_METRICS
+               or (metric == "auc" and paper in AUC_IN_PERCENT))
     return 100.0 if percent else 1.0
 
 

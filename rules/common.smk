@@ -60,7 +60,7 @@ def attack_inputs(wildcards):
     }
     inputs = {"dataset": dataset_file(wildcards), "split": f"{own}/split.npz",
               **{name: model_files(*where, ".npy") for name, where in models.items()}}
-    if get_attack(attack["attack"]).whitebox:
+    if get_attack(attack["attack"]).loads_models:
         inputs["models"] = [path for where in models.values()
                             for path in model_files(*where, ".pt")]
     inputs["fits"] = [f"{path}.npz" for path in fit_paths(RESULTS, wildcards.study, study,
@@ -99,7 +99,7 @@ def fit_inputs(wildcards):
 
 def whitebox_params(wildcards):
     study = study_config(wildcards)
-    if not get_attack(study["attacks"][wildcards.attack]["attack"]).whitebox:
+    if not get_attack(study["attacks"][wildcards.attack]["attack"]).loads_models:
         return {}
     return {"model": study["model"], "training": study["training"],
             "models": f"{home(wildcards)}/models"}

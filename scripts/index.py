@@ -1,7 +1,9 @@
 from miarepro import logs
-from miarepro.artifacts.index import write_index
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
-logs.setup(sm)
+logs.setup(sm)  # first: it caps the threads numpy and torch start
+
+from miarepro.artifacts.index import write_index  # noqa: E402
+
 config = {"artifacts": sm.params.artifacts, "studies": sm.params.studies, "scale": sm.params.scale}
 write_index(config, sm.output[0])

@@ -1,7 +1,10 @@
-from miarepro import logs, pipeline
+from miarepro import logs
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
-logs.setup(sm)
+logs.setup(sm)  # first: it caps the threads numpy and torch start
+
+from miarepro import pipeline  # noqa: E402
+
 study = None
 if sm.params.whitebox:
     study = pipeline.StudyFiles(sm.input.dataset, sm.input.split, sm.params.whitebox["models"],

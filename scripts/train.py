@@ -1,7 +1,10 @@
-from miarepro import logs, pipeline
+from miarepro import logs
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
-logs.setup(sm)
+logs.setup(sm)  # first: it caps the threads numpy and torch start
+
+from miarepro import pipeline  # noqa: E402
+
 pipeline.train(
     sm.input.dataset, sm.input.split, sm.wildcards.role, int(sm.wildcards.index),
     sm.params.architecture, sm.params.recipe, sm.params.queries,

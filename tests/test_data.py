@@ -474,3 +474,34 @@ def test_tabular_like_is_seeded_and_noisy():
     assert first.X.shape == (300, 20) and set(np.unique(first.y)) == {0, 1}
     with pytest.raises(ValueError, match="n_informative"):
         load_dataset({"source": "tabular_like", "n_features": 4, "n_informative": 8})
+
+
+def test_svhn_keeps_the_extra_split_out_of_every_split(tmp_path, monkeypatch):
+    """train, test and extra .mat files (torchvision's layout: 32x32x3xN, labels 1-10 with 10
+    for the digit 0); the extra records come last and form the split's ``ood`` part."""
+    from scipy.io import savemat
+
+    from miarepro.compat import ensure_torchvision
+    from miarepro.splits import make_split
+
+    ensure_torchvision()
+    from torchvision.datasets import SVHN
+
+    monkeypatch.setattr(SVHN, "_check_integrity", lambda self: True)
+    folder = tmp_path / "svhn"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    sizes = {"train": 6, "test": 3, "extra": 5}
+    for part, n in sizes.items():
+        savemat(folder / SVHN.split_list[part][1],
+                {"X": rng.integers(0, 256, (32, 32, 3, n)).astype(np.uint8),
+                 "y": (np.arange(n) % 10 + 1)[:, None]})
+    plain = load_dataset({"source": "svhn"}, root=tmp_path)
+    assert plain.X.shape == (9, 3, 32, 32) and "ood_start" not in plain.meta
+    assert plain.meta["official_test_start"] == 6 and plain.y[0] == 1 and plain.y[9 - 1] == 3
+    dataset = load_dataset({"source": "svhn", "extra": True}, root=tmp_path)
+    assert len(dataset) == 14 and dataset.meta["ood_start"] == 9
+    split = make_split(len(dataset), {"scheme": "balanced", "seed": 0, "population_fraction": 0.3},
+                       ood_start=dataset.meta["ood_start"])
+    np.testing.assert_array_equal(split["ood"], np.arange(9, 14))
+    assert split["reference_pool"].max() < 9 and split["population"].max() < 9

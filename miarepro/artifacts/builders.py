@@ -231,7 +231,7 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
                 row.update({COMPUTE: minutes, f"{COMPUTE}_low": minutes,
                             f"{COMPUTE}_high": minutes, f"{COMPUTE}_resolvable": True})
             for metric in metrics:
-                scale = uncertainty.percent_scale(metric)
+                scale = uncertainty.percent_scale(metric, study_config["paper"])
                 rows.append({
                     "artifact": name, "paper_dataset": study_config.get("paper_dataset"),
                     "study": study, "attack": row["label"], "paper_attack": row["paper_attack"],
@@ -245,7 +245,7 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
                                           study_config.get("paper_model")),
                     "scale": scale_note(config, study_config),
                     "ours_text": (f"{row[metric]:.2f}" if metric == COMPUTE
-                                  else res.format_estimate(row, metric)),
+                                  else res.format_estimate(row, metric, study_config["paper"])),
                 })
         rows += _rows_not_run(name, papers, study, study_config, settings, default)
     table = pd.DataFrame(rows)
@@ -259,7 +259,10 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
                                         sort=False)])
     notes = [f"- **{s}** ({config['studies'][s].get('paper_dataset', '?')}): "
              f"{scale_note(config, config['studies'][s])}" for s in studies]
-    lines = [f"# {name}", "", "Ours beside the paper's value; TPR and precision in %."
+    auc_unit = ("in %" if uncertainty.percent_scale("auc", config["studies"][studies[0]]["paper"])
+                == 100 else "as a fraction")
+    lines = [f"# {name}", "", f"Ours beside the paper's value; TPR and precision in %, AUC "
+             f"{auc_unit}."
              + (f" {COMPUTE}: minutes to train the reference models an attack uses, plus (ours "
                 "only) its fit and scoring, on the device of the run; the paper's are GPU "
                 "minutes of training alone."
@@ -372,6 +375,15 @@ BUILDERS: dict[str, Builder] = {
                          "fit seconds with and without a search against one reference model",
                          ("studies", "attacks"), inputs=_lazy("model_tables", "fit_inputs"),
                          required=("studies", "attacks"), attacks_in_some_study=True),
+    "training_costs": Builder("table", _lazy("subpop_artifacts", "training_costs"),
+                              "training minutes, all targets known vs per new sample (Subpop "
+                              "Table 3)", inputs=_lazy("subpop_artifacts", "cost_inputs")),
+    "subpopulation_examples": Builder(
+        "figure", _lazy("subpop_artifacts", "subpopulation_examples"),
+        "records beside their crafted subpopulations, and the class kept per noise scale",
+        ("studies", "attacks", "betas", "title"), inputs=_lazy("subpop_artifacts",
+                                                               "example_inputs"),
+        required=("studies", "attacks")),
     "threat_models": Builder("table", _lazy("iha_tables", "threat_models"),
                              "what each attack reads, beside IHA Table 1", (),
                              inputs=lambda *_: []),

@@ -111,7 +111,7 @@ def _compare(kind: str, a: float, b: float | None, value: float | None) -> bool:
 
 def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimate]:
     """(holds / fails / inconclusive, the compared quantity) from paired estimates."""
-    scale = uncertainty.percent_scale(claim.metric)  # claim values are in the paper's units
+    scale = uncertainty.percent_scale(claim.metric, claim.paper)  # claims: the paper's units
     kind = "greater" if claim.kind == "matched_best" else claim.kind  # against its best rival
     if kind in ("greater", "close"):
         quantity, threshold = a - b, 0.0 if kind == "greater" else claim.value / scale

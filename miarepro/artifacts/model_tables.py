@@ -87,16 +87,21 @@ def accuracy_table(name: str, settings: dict[str, Any], config: dict[str, Any],
         study_config = config["studies"][study]
         regime = res.regime(RESULTS, study, study_config)
         model = study_config.get("paper_model")
-        paper = paper_value(for_model(papers, model), study_config.get("paper_dataset"), "",
-                            "", "test_acc") if not papers.empty else None
+        paper = {metric: paper_value(for_model(papers, model), study_config.get("paper_dataset"),
+                                     "", "", metric) if not papers.empty else None
+                 for metric in ("train_acc", "test_acc")}
         rows.append({"study": study, "paper_dataset": study_config.get("paper_dataset"),
                      "paper_model": model, "model": json.dumps(study_config["model"]),
                      "train_acc": round(100 * regime["train_accuracy"], 1),
+                     "paper_train_acc": paper["train_acc"],
                      "test_acc": round(100 * regime["test_accuracy"], 1),
-                     "paper_test_acc": paper})
-    _write(prefix, pd.DataFrame(rows), f"{name}: target accuracy (%)",
+                     "paper_test_acc": paper["test_acc"]})
+    table = pd.DataFrame(rows)
+    if table["paper_train_acc"].isna().all():  # most papers print test accuracy only
+        table = table.drop(columns="paper_train_acc")
+    _write(prefix, table, f"{name}: target accuracy (%)",
            ["Train and test accuracy of each study's target models (mean over targets), beside "
-            "the paper's test accuracy for the model it stands in for."])
+            "the paper's for the model it stands in for."])
 
 
 # --- QMIA Tables 4 and 5: search spaces and chosen values -----------------------------------

@@ -28,7 +28,8 @@ def regime_rows(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
     for study in studies:
         study_config = config["studies"][study]
         regime = res.regime(RESULTS, study, study_config)
-        row = {"study": study, "paper_dataset": study_config.get("paper_dataset"), **regime}
+        row = {"study": study, "paper": study_config["paper"],
+               "paper_dataset": study_config.get("paper_dataset"), **regime}
         baseline = regime["baseline"]
         if baseline:
             estimates = res.attack_estimates(RESULTS, study, baseline)
@@ -39,7 +40,8 @@ def regime_rows(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                 paper = catalog.paper_number(
                     study_config["paper"], study_config.get("paper_dataset"),
                     attack.get("paper_attack"), attack.get("paper_setting"), metric)
-                ours = row[f"baseline_{metric}"] * uncertainty.percent_scale(metric)
+                ours = row[f"baseline_{metric}"] * uncertainty.percent_scale(
+                    metric, study_config["paper"])
                 row[f"paper_baseline_{metric}"] = paper
                 row[f"within_2x_{metric}"] = (None if paper is None or pd.isna(ours)
                                               else bool(paper / 2 <= ours <= 2 * paper))
@@ -60,6 +62,7 @@ def regime_markdown(frame: pd.DataFrame) -> list[str]:
              "|---|---|---|---|---|---|---|---|"]
     for row in frame.to_dict("records"):
         baseline = row.get("baseline") or ""
+        auc_in_percent = uncertainty.percent_scale("auc", row.get("paper")) == 100
         checks = [row.get(f"within_2x_{m}") for m in ("auc", "tpr@1%")]
         verdict = ", ".join(f"{m}: {'yes' if c else 'no'}" for m, c in
                             zip(("AUC", "TPR@1%"), checks, strict=True) if c is not None)
@@ -67,8 +70,8 @@ def regime_markdown(frame: pd.DataFrame) -> list[str]:
             f"| {row['study']} | {percent(row['train_accuracy'])} | "
             f"{percent(row['test_accuracy'])} / {percent(row['paper_test_accuracy']) or '?'} | "
             f"{percent(row['gap'])} / {percent(row['paper_gap']) or '?'} | {baseline} | "
-            + (f"{res.format_estimate(_prefixed(row, 'auc'), 'auc')} / "
-               f"{paper(row.get('paper_baseline_auc'), 3) or '?'} | "
+            + (f"{res.format_estimate(_prefixed(row, 'auc'), 'auc', row.get('paper'))} / "
+               f"{paper(row.get('paper_baseline_auc'), 2 if auc_in_percent else 3) or '?'} | "
                f"{res.format_estimate(_prefixed(row, 'tpr@1%'), 'tpr@1%')} / "
                f"{paper(row.get('paper_baseline_tpr@1%')) or '?'} | {verdict} |"
                if baseline else " | | |"))

@@ -127,11 +127,12 @@ def estimate_columns(metric: str, estimate: uncertainty.Estimate,
             f"{metric}_resolvable": shown}
 
 
-def format_estimate(row: dict[str, Any] | pd.Series, metric: str) -> str:
-    """``4.60 [3.12, 6.01]`` in the paper's unit (TPR and precision in %), or ``n/r``."""
+def format_estimate(row: dict[str, Any] | pd.Series, metric: str, paper: str | None = None
+                    ) -> str:
+    """``4.60 [3.12, 6.01]`` in ``paper``'s unit (TPR and precision in %), or ``n/r``."""
     if not row.get(f"{metric}_resolvable", True) or pd.isna(row.get(metric)):
         return "n/r"
-    scale = uncertainty.percent_scale(metric)
+    scale = uncertainty.percent_scale(metric, paper)
     digits = 2 if scale == 100.0 else 4 if metric.startswith("pinball") else 3
     value, low, high = (scale * float(row[key]) for key in
                         (metric, f"{metric}_low", f"{metric}_high"))

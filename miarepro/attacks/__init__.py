@@ -12,6 +12,7 @@ from miarepro.attacks import (  # noqa: F401
     rmia,
     shadow,
     stolen_memories,
+    subpop,
 )
 from miarepro.attacks.base import REGISTRY, AttackContext, AttackSpec, get_attack, register
 

@@ -4,7 +4,9 @@ An attack is a plain function ``fn(ctx, **params) -> np.ndarray`` of shape ``(le
 higher meaning "more likely a member". It is registered under a family name with
 :func:`register`; a study's config lists attack instances by name, each naming its family and
 its parameters. Black-box attacks read only the logits in the context; white-box attacks (IHA,
-Stolen Memories) also use ``ctx.study``, a lazy handle to the dataset, models and recipe.
+Stolen Memories, Subpop) also use ``ctx.study``, a lazy handle to the dataset, models and recipe.
+Query attacks (MERLIN, black-box Subpop) ask the target about inputs of their own: their
+``ctx.study`` is a :class:`QueryAccess`, which runs forward passes and hands out nothing else.
 
 Attacks with models of their own (BMIA's Laplace posterior, QMIA's quantile regressor, Subpop's
 generator, Stolen Memories' meta models) register a **fit** function beside the score
@@ -63,6 +65,25 @@ class StudyHandle(Protocol):
     def meta(self) -> dict[str, Any]: ...
 
     def new_model(self) -> Any: ...
+
+    def query(self, role: str, index: int, inputs: np.ndarray) -> np.ndarray: ...
+
+
+class QueryAccess:
+    """The study as a query attack sees it: the data the attacker holds and the models' outputs
+    on inputs of its choice (logits, float64), but no weights, gradients or training sets."""
+
+    def __init__(self, study: StudyHandle) -> None:
+        self._study = study
+
+    def features(self) -> np.ndarray:
+        return self._study.features()
+
+    def labels(self) -> np.ndarray:
+        return self._study.labels()
+
+    def query(self, role: str, index: int, inputs: np.ndarray) -> np.ndarray:
+        return self._study.query(role, index, inputs)
 
 
 @dataclass(frozen=True)
@@ -183,6 +204,13 @@ class AttackSpec:
     #: probability: 1/2), for Stolen Memories' accuracy / precision / recall; None if the
     #: score is only a ranking
     threshold: float | None = None
+    #: runs the target on inputs of its own (``ctx.study`` is a :class:`QueryAccess`)
+    queries: bool = False
+
+    @property
+    def loads_models(self) -> bool:
+        """Whether scoring needs the models' checkpoints, not only their saved logits."""
+        return self.whitebox or self.queries
 
     def defaults(self) -> dict[str, Any]:
         """Default of every parameter: scoring ones (after ``ctx``) and fit ones (after
@@ -234,6 +262,7 @@ def register(
     name: str, *, needs_references: bool = False, needs_loo: bool = False, whitebox: bool = False,
     fit: FitFn | None = None, fit_scope: str = "target", quantiles: QuantileFn | None = None,
     fit_name: str = "", knows_training_set: bool = False, threshold: float | None = None,
+    queries: bool = False,
 ) -> Callable[[AttackFn], AttackFn]:
     """Register ``fn`` as attack family ``name``; the first docstring line describes it.
 
@@ -255,7 +284,7 @@ def register(
         doc = (fn.__doc__ or "").strip().splitlines()
         REGISTRY[name] = AttackSpec(
             name, checked, needs_references, needs_loo, whitebox, doc[0] if doc else "",
-            fit, fit_scope, quantiles, fit_name, knows_training_set, threshold,
+            fit, fit_scope, quantiles, fit_name, knows_training_set, threshold, queries,
         )
         return fn
 

@@ -51,6 +51,7 @@ SOURCES: dict[str, Callable[..., Dataset]] = {
     "cifar100": torchvision_sets.cifar100,
     "mnist": torchvision_sets.mnist,
     "fashion_mnist": torchvision_sets.fashion_mnist,
+    "svhn": torchvision_sets.svhn,
     "purchase100": tabular_archives.purchase100,
     "texas100": tabular_archives.texas100,
     "cinic10": cinic.cinic10,
@@ -65,6 +66,7 @@ RELABELINGS = ("odd_even",)
 #: Records of the sources whose size no parameter sets (the config check sizes splits with it).
 KNOWN_SIZES = {"digits": 1797, "breast_cancer": 569, "mnist_subset": 5000, "cifar10": 60000,
                "cifar100": 60000, "mnist": 70000, "fashion_mnist": 70000,
+               "svhn": 99289,
                "purchase100": 197324, "texas100": 67330}
 
 
@@ -220,6 +222,7 @@ def subsample(dataset: Dataset, size: int, seed: int = 0) -> Dataset:
                          f"got {size!r}")
     keep = np.sort(np.random.default_rng(seed).choice(total, size=int(size), replace=False))
     meta = {**dataset.meta, "subsample": {"size": int(size), "seed": seed, "of": total}}
-    if "official_test_start" in meta:
-        meta["official_test_start"] = int(np.searchsorted(keep, meta["official_test_start"]))
+    for boundary in ("official_test_start", "ood_start"):
+        if boundary in meta:
+            meta[boundary] = int(np.searchsorted(keep, meta[boundary]))
     return dataclasses.replace(dataset, X=dataset.X[keep], y=dataset.y[keep], meta=meta)
