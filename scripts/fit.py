@@ -3,7 +3,9 @@ from miarepro import logs
 sm = snakemake  # noqa: F821 - injected by Snakemake
 logs.setup(sm)  # first: it caps the threads numpy and torch start
 
-from miarepro import pipeline  # noqa: E402
+from miarepro import compat, pipeline  # noqa: E402
+
+compat.eager_optimizers()  # this process never compiles: skip torch.compile's 1.5 s import
 
 study = pipeline.StudyFiles(sm.input.dataset, sm.input.split,
                             f"results/studies/{sm.wildcards.study}/models", sm.params.model,

@@ -3,7 +3,9 @@ from miarepro import logs
 sm = snakemake  # noqa: F821 - injected by Snakemake
 logs.setup(sm)  # first: it caps the threads numpy and torch start
 
-from miarepro import pipeline  # noqa: E402
+from miarepro import compat, pipeline  # noqa: E402
+
+compat.eager_optimizers()  # this process never compiles: skip torch.compile's 1.5 s import
 
 pipeline.train(
     sm.input.dataset, sm.input.split, sm.wildcards.role, int(sm.wildcards.index),
