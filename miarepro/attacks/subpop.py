@@ -159,15 +159,15 @@ def trained_networks(fit: dict[str, np.ndarray]) -> tuple[Any, Any]:
     return generator, encoder
 
 
-def _crafted_losses(ctx: AttackContext, encode: Callable[[Any], Any], generator: Any,
-                    victim_logits: Callable[[np.ndarray], np.ndarray], samples: int,
-                    beta: float) -> np.ndarray:
-    """``(n, K)`` victim losses of ``K`` crafted records per audited record, target's labels."""
+def _subpopulation_attack(ctx: AttackContext, study: Any, encode: Callable[[Any], Any],
+                          generator: Any, samples: int, beta: float) -> np.ndarray:
+    """Eq. 3 with ``samples`` records crafted from ``encode`` (``h``, or the black-box
+    variant's encoder); the victim is only queried."""
     import torch
 
     from miarepro.bigan import noisy_latents
 
-    x, y = ctx.study.features(), ctx.labels
+    x, y = study.features(), ctx.labels
     rng = np.random.default_rng([ctx.seed, ctx.target_index, 0x5B])
     losses = np.empty((len(ctx.audit), samples))
     for start in range(0, len(ctx.audit), _CHUNK):
@@ -176,10 +176,10 @@ def _crafted_losses(ctx: AttackContext, encode: Callable[[Any], Any], generator:
             z = encode(torch.as_tensor(x[rows])).double().numpy()
             latents = noisy_latents(z, beta, samples, rng).reshape(len(rows) * samples, -1)
             crafted = generator(torch.as_tensor(latents, dtype=torch.float32)).numpy()
-        logits = victim_logits(crafted)
+        logits = study.query("target", ctx.target_index, crafted)
         losses[start : start + len(rows)] = signals.cross_entropy(
             logits, np.repeat(y[rows], samples)).reshape(len(rows), samples)
-    return losses
+    return subpopulation_scores(_target_loss(ctx), losses)
 
 
 def _target_loss(ctx: AttackContext) -> np.ndarray:
@@ -196,30 +196,18 @@ def _require_study(ctx: AttackContext, what: str) -> StudyHandle:
 @register("subpop", whitebox=True, fit=fit_subpop, fit_name="subpop")
 def subpop(ctx: AttackContext, samples: Count = 30, beta: Positive = 0.05) -> np.ndarray:
     """Subpop: the victim's loss on the target against ``samples`` BiGAN-crafted neighbours."""
-    import torch
-
     study = _require_study(ctx, "Subpop")
-    victim = study.load_model("target", ctx.target_index)
-    generator, _ = trained_networks(ctx.fit)
-
-    def logits(inputs: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            return victim(torch.as_tensor(inputs)).double().numpy()
-
-    crafted = _crafted_losses(ctx, victim_latent(victim), generator, logits, samples, beta)
-    return subpopulation_scores(_target_loss(ctx), crafted)
+    h = victim_latent(study.load_model("target", ctx.target_index))
+    return _subpopulation_attack(ctx, study, h, trained_networks(ctx.fit)[0], samples, beta)
 
 
 @register("subpop_blackbox", queries=True, fit=fit_subpop_blackbox, fit_name="subpop_blackbox")
 def subpop_blackbox(ctx: AttackContext, samples: Count = 30, beta: Positive = 0.05
                     ) -> np.ndarray:
     """Subpop (black-box): a standard BiGAN's own encoder instead of the victim's ``h``."""
-    study = _require_study(ctx, "Subpop (black-box)")
     generator, encoder = trained_networks(ctx.fit)
-    crafted = _crafted_losses(ctx, encoder, generator,
-                              lambda inputs: study.query("target", ctx.target_index, inputs),
-                              samples, beta)
-    return subpopulation_scores(_target_loss(ctx), crafted)
+    return _subpopulation_attack(ctx, _require_study(ctx, "Subpop (black-box)"), encoder,
+                                 generator, samples, beta)
 
 
 @register("subpop_natural", whitebox=True)
