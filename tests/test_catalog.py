@@ -293,3 +293,17 @@ def test_paper_rows_without_an_attack_instance_are_shown_as_not_run():
     shown = {(r["attack"], r["paper"], r["ours_text"]) for r in rows}
     assert shown == {("no_such_attack", 1.08, "not implemented yet"),
                      ("lira_offline (n=2)", 1.87, "not run in this study")}
+
+
+def test_a_dataset_finds_the_number_printed_for_its_group_and_its_model() -> None:
+    from miarepro.artifacts.catalog import paper_value, paper_values
+
+    table3 = paper_values("SUB-T3")  # one column for CIFAR-10 and -100, one per architecture
+    for dataset in ("cifar10", "cifar100"):
+        assert paper_value(table3, dataset, "watson", "all_targets_known", "train_minutes",
+                           "resnet20") == 281.60
+        assert paper_value(table3, dataset, "sablayrolles", "per_new_sample", "train_minutes",
+                           "lenet") == 28.21
+    assert paper_value(table3, "cifar", "watson", "all_targets_known", "train_minutes") is None
+    assert paper_value(paper_values("QMIA-X1"), "cifar100", "qmia", "training+hpo",
+                       "gpu_minutes") == 240

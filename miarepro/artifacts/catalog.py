@@ -210,12 +210,13 @@ def for_model(papers: pd.DataFrame, model: str | None) -> pd.DataFrame:
 
 def paper_value(papers: pd.DataFrame, dataset, attack, setting, metric: str,
                 model: str | None = None) -> float | None:
-    """The paper's number for one cell; missing keys (None or NaN) match empty settings."""
+    """The paper's number for one cell; missing keys (None or NaN) match empty settings, and a
+    dataset matches a group ``a+b`` that holds it (one number printed for both)."""
     if _missing(dataset) or _missing(attack):
         return None
     papers = for_model(papers, model)
-    rows = papers[(papers["dataset"] == dataset) & (papers["attack"] == attack)
-                  & (papers["metric"] == metric)]
+    in_group = papers["dataset"].str.split("+").apply(lambda group: dataset in group)
+    rows = papers[in_group & (papers["attack"] == attack) & (papers["metric"] == metric)]
     rows = rows[rows["setting"].fillna("") == ("" if _missing(setting) else setting)]
     return None if rows.empty else float(rows["value"].iloc[0])
 

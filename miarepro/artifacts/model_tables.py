@@ -160,18 +160,15 @@ def fit_costs(name: str, settings: dict[str, Any], config: dict[str, Any], prefi
         reference = io.read_json(_reference_card(RESULTS, study, study_config, attack))
         searched = "search" in card["info"]
         trials = len(card["info"]["search"]["trials"]) if searched else 0
-        # the paper prints "cifar10+cifar100" for one budget of both
-        datasets = {d for d in papers["dataset"]
-                    if study_config.get("paper_dataset") in d.split("+")}
-        paper = papers[(papers["attack"] == "qmia") & papers["dataset"].isin(datasets)
-                       & (papers["setting"] == ("training+hpo" if searched else "training"))]
+        paper = paper_value(papers, study_config.get("paper_dataset"), "qmia",
+                            "training+hpo" if searched else "training", "gpu_minutes")
         rows.append({
             "study": study, "attack": attack, "search_trials": trials,
             "fit_seconds": card["fit_seconds"], "device": reference.get("device", "?"),
             "reference_train_seconds": reference["train_seconds"],
             "fit_per_reference_model": round(card["fit_seconds"]
                                              / reference["train_seconds"], 2),
-            "paper_gpu_minutes": paper["value"].iloc[0] if len(paper) else np.nan})
+            "paper_gpu_minutes": np.nan if paper is None else paper})
     _write(prefix, pd.DataFrame(rows), f"{name}: cost of the quantile regressor",
            ["Fit seconds of the attack's own model (target 0; with a search: all trials) and "
             "the training seconds of one reference model of the same study, on the device of "

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from miarepro import io, splits
-from miarepro.artifacts.catalog import paper_values
+from miarepro.artifacts.catalog import paper_value, paper_values
 from miarepro.artifacts.figures import _save, pyplot
 from miarepro.artifacts.model_tables import _write
 from miarepro.artifacts.results import RESULTS, studies_of
@@ -70,8 +70,6 @@ def training_costs(name: str, settings: dict[str, Any], config: dict[str, Any],
     for study in studies_of(settings, config):
         study_config = config["studies"][study]
         found = _instances(study_config)
-        dataset = study_config.get("paper_dataset")
-        groups = {d for d in papers["dataset"] if dataset in d.split("+")}
         for paper_attack, family in _ROWS:
             if family not in found:
                 continue
@@ -92,14 +90,14 @@ def training_costs(name: str, settings: dict[str, Any], config: dict[str, Any],
                 measured = at_paper = {"all_targets_known": fit, "per_new_sample": 0.0}
                 models = "BiGAN" if family == "subpop" else "none"
             for setting in ("all_targets_known", "per_new_sample"):
-                paper = papers[(papers["attack"] == paper_attack) & papers["dataset"].isin(groups)
-                               & (papers["setting"] == setting)]
+                paper = paper_value(papers, study_config.get("paper_dataset"), paper_attack,
+                                    setting, "train_minutes", study_config.get("paper_model"))
                 rows.append({
                     "study": study, "attack": instance, "paper_attack": paper_attack,
                     "setting": setting, "trained": models,
                     "ours_minutes": round(measured[setting], 3),
                     "ours_minutes_at_paper_counts": round(at_paper[setting], 3),
-                    "paper_gpu_minutes": paper["value"].iloc[0] if len(paper) else np.nan})
+                    "paper_gpu_minutes": np.nan if paper is None else paper})
     _write(prefix, pd.DataFrame(rows), f"{name}: training minutes",
            ["Minutes of training each attack needs before it can score (CPU of this run; the "
             "paper's are minutes on one RTX 2080 Ti). Shadow-model attacks: our shadows' "
