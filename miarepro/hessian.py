@@ -13,8 +13,9 @@ The model becomes a function of one flat parameter vector (:class:`FlatLoss`), s
   Hessian never formed (Koh and Liang 2017; IHA's "approximate" variant).
 
 An exact Hessian is decomposed once (:class:`Spectrum`); damping ``1/(s + eps)`` and the
-low-rank pseudo-inverse are then re-weightings of its eigenvalues, so trying another ``eps``
-costs one matrix product and never an inverse of an ill-conditioned matrix. Everything runs
+low-rank pseudo-inverse are then re-weightings of its eigenvalues
+(:func:`miarepro.attacks.iha.inverse_weights`), so trying another ``eps`` costs no new
+decomposition and never an inverse of an ill-conditioned matrix. Everything runs
 in float64: IHA subtracts terms of similar size, and its checks compare to 1e-5.
 """
 
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import torch
@@ -30,8 +30,6 @@ from torch import nn
 from torch.func import functional_call, grad, vjp, vmap
 
 from miarepro.training import per_sample_loss
-
-Conditioning = Literal["damping", "low_rank"]
 
 
 class FlatLoss:
@@ -166,31 +164,9 @@ class Spectrum:
         values, vectors = torch.linalg.eigh(matrix)
         return cls(values, vectors)
 
-    def inverse_weights(self, eps: float, conditioning: Conditioning = "damping"
-                        ) -> torch.Tensor:
-        """Eigenvalue weights of the conditioned inverse (IHA Appendix E).
-
-        ``damping``: ``1 / (s + eps)``, exactly the inverse of ``H + eps I`` (the Hessian is
-        indefinite away from a perfect minimum; eigenvalues below ``-eps`` keep their sign, as
-        a solve with ``H + eps I`` would).
-        ``low_rank``: ``1 / s`` on the eigenpairs with ``s > eps``, 0 elsewhere (pseudo-inverse
-        of the well-conditioned subspace).
-        """
-        if conditioning == "damping":
-            return 1.0 / (self.values + eps)
-        if conditioning == "low_rank":
-            keep = self.values > eps
-            return torch.where(keep, 1.0 / torch.where(keep, self.values, 1.0), 0.0)
-        raise ValueError(f"unknown conditioning {conditioning!r}; known: ['damping', 'low_rank']")
-
     def project(self, vectors: torch.Tensor) -> torch.Tensor:
         """Coordinates ``(k, P)`` of ``vectors (k, P)`` in the eigenbasis."""
         return vectors @ self.vectors
-
-    def solve(self, vectors: torch.Tensor, eps: float,
-              conditioning: Conditioning = "damping") -> torch.Tensor:
-        """``(k, P)`` conditioned inverse-Hessian-vector products."""
-        return (self.project(vectors) * self.inverse_weights(eps, conditioning)) @ self.vectors.T
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from sklearn.datasets import make_classification
 from sklearn.metrics import roc_auc_score
 
 from miarepro import hessian
-from miarepro.attacks import AttackContext, get_attack
+from miarepro.attacks import AttackContext, get_attack, iha
 from miarepro.attacks.iha import fit_hessian
 from miarepro.models import build_model
 from miarepro.training import per_sample_loss, train_model
@@ -192,17 +192,38 @@ def test_chunked_hessian_equals_torch_func_hessian():
 
 
 def test_low_rank_keeps_only_eigenpairs_above_eps():
-    values = torch.tensor([-1.0, 0.05, 0.3, 2.0], dtype=torch.float64)
-    spectrum = hessian.Spectrum(values, torch.eye(4, dtype=torch.float64))
-    torch.testing.assert_close(spectrum.inverse_weights(0.1, "low_rank"),
-                               torch.tensor([0, 0, 1 / 0.3, 0.5], dtype=torch.float64))
-    torch.testing.assert_close(spectrum.inverse_weights(0.1, "damping"), 1 / (values + 0.1))
+    values = np.array([-1.0, 0.05, 0.3, 2.0])
+    np.testing.assert_allclose(iha.inverse_weights(values, 0.1, "low_rank"), [0, 0, 1 / 0.3, 0.5])
+    np.testing.assert_allclose(iha.inverse_weights(values, 0.1, "damping"), 1 / (values + 0.1))
 
 
 def test_fraction_one_is_the_full_gradient_and_smaller_fractions_differ(tiny):
     full = _iha(tiny)
     np.testing.assert_allclose(_iha(tiny, fraction=1.0), full)
     assert not np.allclose(_iha(tiny, fraction=0.5), full)
+
+
+class _NoModel(_Study):
+    def load_model(self, role, index):
+        raise AssertionError("exact scoring of projected records must not load the model")
+
+
+def _without_model(ctx):
+    s = ctx.study
+    return dataclasses.replace(ctx, study=_NoModel(s.X, s.y, s.train, s.model, s._recipe))
+
+
+@pytest.mark.parametrize("fraction", [1.0, 0.5])
+def test_exact_scoring_reads_the_fit_alone_and_equals_recomputed_gradients(tiny, fraction):
+    """The fit's projected gradients serve the audit and the fraction subset (the projection
+    is linear), without torch or the model; records it did not project are recomputed."""
+    from_fit = _iha(_without_model(tiny), fraction=fraction)
+    unprojected = {k: v for k, v in tiny.fit.items() if not k.startswith("audit")}
+    recomputed = _iha(dataclasses.replace(tiny, fit=unprojected), fraction=fraction)
+    np.testing.assert_allclose(from_fit, recomputed, rtol=1e-5, atol=1e-9)
+    sif = get_attack("sif").fn
+    np.testing.assert_allclose(sif(_without_model(tiny)),
+                               sif(dataclasses.replace(tiny, fit=unprojected)), rtol=1e-5)
 
 
 def test_mse_loss_model_is_scored_with_its_own_loss():

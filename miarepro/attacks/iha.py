@@ -60,10 +60,12 @@ def fit_hessian(study: StudyHandle, group: int, solver: Literal["exact", "cg"] =
     """Full-data gradient of target ``group`` and, for the exact solver, its Hessian's
     eigendecomposition (``chunk_size`` Hessian columns computed at a time) and the gradients
     of the audited records in its eigenbasis: projecting them is the ``N x P^2`` step of
-    scoring, the same for every damping, term subset or fraction, so it is done once here."""
+    scoring, the same for every damping, term subset or fraction, so it is done once here,
+    and scoring then needs neither torch nor the model."""
     from miarepro import hessian
 
-    flat, train, _ = _target_loss(study, group)
+    flat = _flat_loss(study, group)
+    train = study.training_indices("target", group)
     X, y = study.features()[train], study.labels()[train]
     start = time.perf_counter()
     arrays = {"gradient": hessian.mean_gradient(flat, X, y).cpu().numpy()}
@@ -94,7 +96,7 @@ def fit_hessian(study: StudyHandle, group: int, solver: Literal["exact", "cg"] =
 
 def _gradients(flat: Any, X: np.ndarray, y: np.ndarray, records: np.ndarray
                ) -> Iterator[tuple[slice, Any, Any]]:
-    """Per-sample gradients and losses of ``records``, ``_ROWS`` at a time."""
+    """Per-sample gradients and losses of ``records`` (torch), ``_ROWS`` at a time."""
     from miarepro import hessian
 
     for start in range(0, len(records), _ROWS):
@@ -107,82 +109,114 @@ def _log_progress(done: int, total: int) -> None:
     log.info("Hessian columns %d/%d", done, total)
 
 
-class _Solver:
-    """Conditioned inverse-Hessian products of one target: exact (eigenbasis) or CG."""
-
-    def __init__(self, ctx: AttackContext, flat: Any, train: np.ndarray, eps: float,
-                 conditioning: str, cg_iterations: int, cg_tolerance: float) -> None:
-        import torch
-
-        from miarepro import hessian
-
-        if ctx.fit is None:
-            raise ValueError("IHA and SIF need their fit (the target's Hessian and gradient)")
-        self.exact = "eigenvectors" in ctx.fit
-        if self.exact:
-            on = flat.theta.device
-            self.spectrum = hessian.Spectrum(torch.as_tensor(ctx.fit["eigenvalues"], device=on),
-                                             torch.as_tensor(ctx.fit["eigenvectors"], device=on))
-            self.weights = self.spectrum.inverse_weights(eps, conditioning)
-        elif conditioning != "damping":
-            raise ValueError("the conjugate-gradient solver only damps (conditioning: damping)")
-        else:
-            self.products = hessian.hvp_function(flat, ctx.study.features()[train],
-                                                 ctx.labels[train])
-            self.eps, self.iterations, self.tolerance = eps, cg_iterations, cg_tolerance
-            self.worst_residual = 0.0
-
-    def coordinates(self, vectors: Any) -> Any:
-        """Coordinates in which inner products of solves are plain dot products."""
-        return self.spectrum.project(vectors) if self.exact else vectors
-
-    def solve(self, coordinates: Any) -> Any:
-        if self.exact:
-            return coordinates * self.weights
-        from miarepro import hessian
-
-        solution, report = hessian.conjugate_gradient(self.products, coordinates, self.eps,
-                                                      self.iterations, self.tolerance)
-        self.worst_residual = max(self.worst_residual, report.max_relative_residual)
-        return solution
-
-
-def _target_loss(study: StudyHandle | None, target: int
-                 ) -> tuple[Any, np.ndarray, dict[str, float]]:
-    """The target's training loss as a function of its weights, its training indices and
-    the SGD constants of its recipe (learning rate, momentum, weight decay)."""
+def _flat_loss(study: StudyHandle | None, target: int) -> Any:
+    """The target's training loss as a function of its weights (loads the model: torch)."""
     from miarepro import hessian
     from miarepro.training import device
 
     if study is None:
         raise ValueError("IHA and SIF are white-box attacks: they need the study's models")
-    recipe = study.recipe()
     model = study.load_model("target", target).to(device())
-    flat = hessian.FlatLoss(model, recipe.get("loss", "cross_entropy"))
-    sgd = {"lr": float(recipe["lr"]), "momentum": float(recipe.get("momentum", 0.0)),
-           "weight_decay": float(recipe.get("weight_decay", 0.0))}
-    return flat, study.training_indices("target", target), sgd
+    return hessian.FlatLoss(model, study.recipe().get("loss", "cross_entropy"))
 
 
-def _audit_inputs(ctx: AttackContext, flat: Any, solver: _Solver
-                  ) -> Iterator[tuple[slice, Any, Any]]:
-    """The audited records' gradients in the solver's coordinates, and their losses: read
-    from the exact fit where it projected them, computed otherwise (CG, other records)."""
-    import torch
+def inverse_weights(values: np.ndarray, eps: float,
+                    conditioning: Literal["damping", "low_rank"] = "damping") -> np.ndarray:
+    """Eigenvalue weights of the conditioned inverse (IHA Appendix E).
 
-    stored = ctx.fit.get("audit") if solver.exact else None
-    if stored is not None and np.isin(ctx.audit, stored).all():
-        where = np.searchsorted(stored, ctx.audit)
-        on = flat.theta.device
-        for start in range(0, len(where), _ROWS):
-            rows = where[start : start + _ROWS]
-            yield (slice(start, start + len(rows)),
-                   torch.as_tensor(ctx.fit["audit_coordinates"][rows], device=on).double(),
-                   torch.as_tensor(ctx.fit["audit_losses"][rows], device=on))
-        return
-    for rows, gradients, losses in _gradients(flat, ctx.study.features(), ctx.labels,
-                                              ctx.audit):
-        yield rows, solver.coordinates(gradients), losses
+    ``damping``: ``1 / (s + eps)``, exactly the inverse of ``H + eps I`` (the Hessian is
+    indefinite away from a perfect minimum; eigenvalues below ``-eps`` keep their sign, as a
+    solve with ``H + eps I`` would). ``low_rank``: ``1 / s`` on the eigenpairs with ``s > eps``,
+    0 elsewhere (pseudo-inverse of the well-conditioned subspace).
+    """
+    if conditioning == "damping":
+        return 1.0 / (values + eps)
+    if conditioning == "low_rank":
+        keep = values > eps
+        return np.where(keep, 1.0 / np.where(keep, values, 1.0), 0.0)
+    raise ValueError(f"unknown conditioning {conditioning!r}; known: ['damping', 'low_rank']")
+
+
+class _Solver:
+    """Conditioned inverse-Hessian products of one target, in numpy float64.
+
+    Exact: in the eigenbasis of the fit, where a solve is a re-weighting; the audited
+    records' coordinates come from the fit, so scoring them loads neither torch nor the
+    model. CG (and records the fit did not project): torch, on the target's loss.
+    """
+
+    def __init__(self, ctx: AttackContext, eps: float, conditioning: str,
+                 cg_iterations: int, cg_tolerance: float) -> None:
+        if ctx.fit is None:
+            raise ValueError("IHA and SIF need their fit (the target's Hessian and gradient)")
+        self.ctx, self.exact = ctx, "eigenvectors" in ctx.fit
+        self._flat: Any = None
+        self._products: Any = None
+        if self.exact:
+            self.weights = inverse_weights(ctx.fit["eigenvalues"], eps, conditioning)
+        elif conditioning != "damping":
+            raise ValueError("the conjugate-gradient solver only damps (conditioning: damping)")
+        self.eps, self.iterations, self.tolerance = eps, cg_iterations, cg_tolerance
+        self.worst_residual = 0.0
+
+    @property
+    def flat(self) -> Any:
+        if self._flat is None:
+            self._flat = _flat_loss(self.ctx.study, self.ctx.target_index)
+        return self._flat
+
+    def coordinates(self, vectors: np.ndarray) -> np.ndarray:
+        """Coordinates in which inner products of solves are plain dot products."""
+        return vectors @ self.ctx.fit["eigenvectors"] if self.exact else vectors
+
+    def solve(self, coordinates: np.ndarray) -> np.ndarray:
+        if self.exact:
+            return coordinates * self.weights
+        import torch
+
+        from miarepro import hessian
+
+        if self._products is None:
+            train = self.ctx.study.training_indices("target", self.ctx.target_index)
+            self._products = hessian.hvp_function(self.flat, self.ctx.study.features()[train],
+                                                  self.ctx.labels[train])
+        rhs = torch.as_tensor(coordinates, dtype=torch.float64, device=self.flat.theta.device)
+        solution, report = hessian.conjugate_gradient(self._products, rhs, self.eps,
+                                                      self.iterations, self.tolerance)
+        self.worst_residual = max(self.worst_residual, report.max_relative_residual)
+        return solution.cpu().numpy()
+
+    def _stored_rows(self, records: np.ndarray) -> np.ndarray | None:
+        """Rows of ``records`` in the fit's projected audit, or None unless it holds all."""
+        stored = self.ctx.fit.get("audit") if self.exact else None
+        if stored is None or not np.isin(records, stored).all():
+            return None
+        return np.searchsorted(stored, records)
+
+    def gradients(self, records: np.ndarray) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
+        """Gradients of ``records`` in solver coordinates and their losses, in row blocks."""
+        where = self._stored_rows(records)
+        if where is not None:
+            for start in range(0, len(where), _ROWS):
+                rows = where[start : start + _ROWS]
+                yield (slice(start, start + len(rows)),
+                       self.ctx.fit["audit_coordinates"][rows].astype(np.float64),
+                       self.ctx.fit["audit_losses"][rows])
+            return
+        for rows, gradients, losses in _gradients(self.flat, self.ctx.study.features(),
+                                                  self.ctx.labels, records):
+            yield rows, self.coordinates(gradients.cpu().numpy()), losses.cpu().numpy()
+
+    def mean_gradient(self, records: np.ndarray) -> np.ndarray:
+        """Gradient of the mean loss over ``records``, in solver coordinates."""
+        where = self._stored_rows(records)
+        if where is not None:  # the projection is linear: the mean of projected gradients
+            return self.ctx.fit["audit_coordinates"][where].mean(axis=0, dtype=np.float64)
+        from miarepro import hessian
+
+        total = hessian.mean_gradient(self.flat, self.ctx.study.features()[records],
+                                      self.ctx.labels[records])
+        return self.coordinates(total.cpu().numpy())
 
 
 @register("iha", whitebox=True, fit=fit_hessian, fit_name="hessian", knows_training_set=True)
@@ -192,66 +226,63 @@ def iha(ctx: AttackContext, terms: list[Term] = ALL_TERMS, eps: Positive = 0.2,
         cg_iterations: Annotated[int, Range(1)] = 100,
         cg_tolerance: Positive = 1e-6) -> np.ndarray:
     """IHA (Suri et al.): Eq. 8 with inverse-Hessian terms and leave-one-out knowledge."""
-    import torch
-
     if not terms:
         raise ValueError("iha: terms must name at least one of " + ", ".join(ALL_TERMS))
-    flat, train, sgd = _target_loss(ctx.study, ctx.target_index)
-    solver = _Solver(ctx, flat, train, eps, conditioning, cg_iterations, cg_tolerance)
-    rest, scale, in_rest = _rest_gradient(ctx, flat, train, fraction)
-    rest_solution = solver.solve(solver.coordinates(rest[None]))[0]
-    lr, mu, alpha, n = sgd["lr"], sgd["momentum"], sgd["weight_decay"], len(train)
+    if ctx.study is None:
+        raise ValueError("IHA and SIF are white-box attacks: they need the study's models")
+    recipe = ctx.study.recipe()
+    lr, mu, alpha = (float(recipe["lr"]), float(recipe.get("momentum", 0.0)),
+                     float(recipe.get("weight_decay", 0.0)))
+    train = ctx.study.training_indices("target", ctx.target_index)
+    n = len(train)
+    solver = _Solver(ctx, eps, conditioning, cg_iterations, cg_tolerance)
+    rest, scale, in_rest = _rest_gradient(ctx, solver, train, fraction)
+    rest_solution = solver.solve(rest[None])[0]
     c1 = 1.0 - lr * alpha / (1.0 + mu)
     c2 = 2.0 - lr * alpha / (1.0 + mu)
     scores = np.empty(len(ctx.audit))
-    for rows, coordinates, losses in _audit_inputs(ctx, flat, solver):
+    for rows, coordinates, losses in solver.gradients(ctx.audit):
         v1 = solver.solve(coordinates)
-        own = torch.as_tensor(in_rest[rows], dtype=v1.dtype, device=v1.device)[:, None] * scale
-        v0 = rest_solution[None] - own * v1
+        v0 = rest_solution[None] - (in_rest[rows] * scale)[:, None] * v1
         parts = {"loss": losses / (1.0 + mu), "I1": c1 / n * (v1 * v1).sum(1),
                  "I2": 2.0 * c1 * (v0 * v1).sum(1)}
         if {"I3", "I4"} & set(terms):
             v11 = solver.solve(v1)
             parts["I3"] = alpha * c2 / (2.0 * n) * (v1 * v11).sum(1)
             parts["I4"] = alpha * c2 * (v0 * v11).sum(1)
-        score = sum(parts[t] if t == "loss" else -parts[t] / lr  # fixed order: same sums
-                    for t in ALL_TERMS if t in terms)
-        scores[rows] = score.cpu().numpy()
+        scores[rows] = sum(parts[t] if t == "loss" else -parts[t] / lr  # fixed order: same sums
+                           for t in ALL_TERMS if t in terms)
     if not solver.exact:
         log.info("CG: worst relative residual %.2e", solver.worst_residual)
     return scores
 
 
-def _rest_gradient(ctx: AttackContext, flat: Any, train: np.ndarray, fraction: float
-                   ) -> tuple[Any, float, np.ndarray]:
-    """``(grad, scale, in_rest)`` with ``grad L0(z1) = grad - in_rest[z1] * scale * g1``.
+def _rest_gradient(ctx: AttackContext, solver: _Solver, train: np.ndarray, fraction: float
+                   ) -> tuple[np.ndarray, float, np.ndarray]:
+    """``(grad, scale, in_rest)`` with ``grad L0(z1) = grad - in_rest[z1] * scale * g1``, in
+    solver coordinates.
 
     ``fraction == 1``: the full-data gradient of the fit, ``1/n``, membership of the audit.
     ``fraction < 1``: the mean gradient of a seeded subset of the training set rescaled to
     estimate the full one, ``1/(fraction n)``, whether each record is in that subset.
     """
-    import torch
-
-    from miarepro import hessian
-
     n = len(train)
     if fraction == 1.0:
-        return (torch.as_tensor(ctx.fit["gradient"], device=flat.theta.device), 1.0 / n,
+        return (solver.coordinates(ctx.fit["gradient"][None])[0], 1.0 / n,
                 ctx.target_mask[ctx.audit].astype(float))
     rng = np.random.default_rng([ctx.seed, ctx.target_index, 0x1A])
     subset = np.sort(rng.choice(train, size=max(1, round(fraction * n)), replace=False))
-    total = hessian.mean_gradient(flat, ctx.study.features()[subset], ctx.labels[subset])
     size = fraction * n
-    return total * (len(subset) / size), 1.0 / size, np.isin(ctx.audit, subset).astype(float)
+    return (solver.mean_gradient(subset) * (len(subset) / size), 1.0 / size,
+            np.isin(ctx.audit, subset).astype(float))
 
 
 @register("sif", whitebox=True, fit=fit_hessian, fit_name="hessian")
 def sif(ctx: AttackContext, eps: Positive = 0.2, cg_iterations: Annotated[int, Range(1)] = 100,
         cg_tolerance: Positive = 1e-6) -> np.ndarray:
     """SIF (Cohen and Giryes): minus the self-influence g^T (H + eps I)^-1 g, damped exactly."""
-    flat, train, _ = _target_loss(ctx.study, ctx.target_index)
-    solver = _Solver(ctx, flat, train, eps, "damping", cg_iterations, cg_tolerance)
+    solver = _Solver(ctx, eps, "damping", cg_iterations, cg_tolerance)
     scores = np.empty(len(ctx.audit))
-    for rows, coordinates, _losses in _audit_inputs(ctx, flat, solver):
-        scores[rows] = -(coordinates * solver.solve(coordinates)).sum(1).cpu().numpy()
+    for rows, coordinates, _losses in solver.gradients(ctx.audit):
+        scores[rows] = -(coordinates * solver.solve(coordinates)).sum(1)
     return scores
