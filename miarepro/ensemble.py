@@ -9,6 +9,15 @@ model's gradient is exactly its own; SGD (momentum, Nesterov, weight decay) and 
 every element independently, so training the stack is training each model separately, with
 the same recipe semantics as :func:`miarepro.training.train_model` (optimizer, learning-rate
 milestones, epochs, batch size, loss). Dropout draws different masks per model.
+
+A recipe with a ``dp`` block trains every model by DP-SGD as :mod:`miarepro.privacy` trains a
+target: Poisson-sampled batches at rate ``batch_size / n``, each sample's gradient clipped to
+``max_grad_norm``, Gaussian noise of ``noise_multiplier * max_grad_norm`` added to the sum,
+divided by the expected batch size, with the noise multiplier solved for the block's
+``(epsilon, delta)`` at the models' training-set size. Opacus wraps one module at a time, so
+the per-sample gradients of the stack come from :func:`torch.func.vmap` instead; no accountant
+is attached (these are the attacker's models: they mimic the target's training, they
+guarantee nothing to anyone).
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ class Ensemble:
     def __init__(self, base: nn.Module, params: dict[str, torch.Tensor],
                  buffers: dict[str, torch.Tensor]) -> None:
         self.base, self.params, self.buffers = base, params, buffers
+        self.dp_plan: Any = None  # the DP-SGD plan it was trained with (miarepro.privacy)
 
     def __len__(self) -> int:
         return int(next(iter(self.params.values())).shape[0])
@@ -72,9 +82,9 @@ def train_ensemble(build: Callable[[], nn.Module], inputs: torch.Tensor, labels:
     ``inputs`` ``(N, *shape)`` with ``labels`` ``(N,)`` are shared by all models, or
     ``(K, N, *shape)`` with ``(K, N)`` give each model rows of its own (a shadow model's
     features); ``subsets`` ``(K, n)`` are the row indices each model trains on (equal sizes).
-    Initialisation and data order are seeded by ``seed``. A recipe's ``dp`` block is not
-    applied (per-sample clipping does not stack), nor is image augmentation, which no Stolen
-    Memories recipe uses: asking for it is an error rather than a silent change.
+    Initialisation, data order and DP noise are seeded by ``seed``. Image augmentation, which
+    no Stolen Memories recipe uses, is not applied: asking for it is an error rather than a
+    silent change.
     """
     recipe = {**DEFAULT_RECIPE, **recipe}
     if recipe["augment"]:
@@ -93,14 +103,19 @@ def train_ensemble(build: Callable[[], nn.Module], inputs: torch.Tensor, labels:
     milestones = sorted({round(f * int(recipe["epochs"])) for f in recipe["milestones"]})
     schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones, recipe["gamma"])
     rows = torch.arange(n_models, device=inputs.device)[:, None]
+    private = _PrivateSteps(ensemble, recipe, n_rows, seed) if recipe.get("dp") else None
     for _ in range(int(recipe["epochs"])):
+        ensemble.base.train()
+        if private is not None:
+            private.epoch(optimizer, inputs, labels, subsets, generator)
+            schedule.step()
+            continue
         order = torch.argsort(torch.rand(n_models, n_rows, generator=generator), dim=1).to(
             inputs.device)
         for batch in order.split(int(recipe["batch_size"]), dim=1):
             chosen = subsets[rows, batch]  # (K, b) row indices
             x = inputs[rows, chosen] if per_model else inputs[chosen]
             y = labels[rows, chosen] if per_model else labels[chosen]
-            ensemble.base.train()
             logits = ensemble.forward(x)
             loss = per_sample_loss(recipe["loss"], logits.flatten(0, 1), y.flatten()).view(
                 n_models, -1).mean(dim=1).sum()
@@ -108,7 +123,73 @@ def train_ensemble(build: Callable[[], nn.Module], inputs: torch.Tensor, labels:
             loss.backward()
             optimizer.step()
         schedule.step()
+    ensemble.dp_plan = private.plan if private is not None else None
     for value in params.values():
         value.requires_grad_(False)
     ensemble.base.eval()
     return ensemble
+
+
+class _PrivateSteps:
+    """DP-SGD epochs of a stack: per-sample gradients of every model by nested ``vmap``."""
+
+    def __init__(self, ensemble: Ensemble, recipe: dict[str, Any], n_rows: int,
+                 seed: int) -> None:
+        from torch.func import grad
+
+        from miarepro import privacy
+
+        self.plan = privacy.plan(recipe["dp"], n_rows, int(recipe["batch_size"]),
+                                 int(recipe["epochs"]))
+        self.expected_batch = self.plan.sample_rate * n_rows
+        device = next(iter(ensemble.params.values())).device
+        self.noise = torch.Generator(device=device).manual_seed(privacy.noise_seed(seed))
+        self.params = ensemble.params
+
+        def sample_loss(params, buffers, x, y):
+            logits = functional_call(ensemble.base, (params, buffers), (x[None],))
+            return per_sample_loss(recipe["loss"], logits, y[None])[0]
+
+        per_sample = vmap(grad(sample_loss), in_dims=(None, None, 0, 0), randomness="different")
+        self.gradients = vmap(per_sample, in_dims=(0, 0, 0, 0), randomness="different")
+        self.buffers = ensemble.buffers
+
+    def epoch(self, optimizer: torch.optim.Optimizer, inputs: torch.Tensor,
+              labels: torch.Tensor, subsets: torch.Tensor, generator: torch.Generator) -> None:
+        n_models, n_rows = subsets.shape
+        rows = torch.arange(n_models, device=subsets.device)[:, None]
+        for _ in range(self.plan.steps_per_epoch):
+            # Poisson sampling per model; padded to the largest batch, padding weighted 0
+            taken = torch.rand(n_models, n_rows, generator=generator) < self.plan.sample_rate
+            size = max(int(taken.sum(1).max()), 1)
+            first = torch.argsort((~taken).to(torch.int8), dim=1, stable=True)[:, :size]
+            weight = torch.gather(taken, 1, first).to(inputs.dtype).to(subsets.device)
+            chosen = subsets[rows, first.to(subsets.device)]
+            x = inputs[rows, chosen] if labels.dim() == 2 else inputs[chosen]
+            y = labels[rows, chosen] if labels.dim() == 2 else labels[chosen]
+            per_sample = self.gradients(self.params, self.buffers, x, y)
+            for name, total in private_sums(per_sample, weight, self.plan.max_grad_norm,
+                                            self.plan.noise_multiplier, self.expected_batch,
+                                            self.noise).items():
+                self.params[name].grad = total
+            optimizer.step()
+
+
+def private_sums(per_sample: dict[str, torch.Tensor], weight: torch.Tensor, max_norm: float,
+                 noise_multiplier: float, expected_batch: float,
+                 generator: torch.Generator) -> dict[str, torch.Tensor]:
+    """DP-SGD's gradient per model: ``(sum_b w_b clip(g_b) + N(0, (sigma C)^2)) / E[B]``.
+
+    ``per_sample`` maps parameter names to ``(K, B, *shape)`` gradients and ``weight`` ``(K, B)``
+    is 1 for a sampled record, 0 for padding. Clipping is opacus's: each sample's gradient
+    over all parameters scaled by ``min(1, C / (|g| + 1e-6))``.
+    """
+    norms = torch.sqrt(sum(g.flatten(2).pow(2).sum(2) for g in per_sample.values()))
+    scale = (max_norm / (norms + 1e-6)).clamp(max=1.0) * weight
+    sums = {}
+    for name, g in per_sample.items():
+        total = torch.einsum("kb,kb...->k...", scale, g)
+        noise = torch.normal(0.0, noise_multiplier * max_norm, size=total.shape,
+                             generator=generator, device=total.device)
+        sums[name] = (total + noise) / expected_batch
+    return sums

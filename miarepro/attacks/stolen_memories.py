@@ -32,8 +32,9 @@ silent (matrix §2.9), also in the studies' deviations:
   cross-entropy (the paper's "0-1 loss" cannot be trained with Adam), batch 128;
 - ``n = 0`` hidden units means no hidden layer: a displacement ``a x + b y`` (the paper's
   "minimal capacity", which can represent subtraction) and a linear meta model;
-- proxies and shadows of a DP-trained target are trained without DP (the attacker's recipe is
-  the target's otherwise).
+- proxies and shadows of a DP-trained target are trained by DP-SGD with the target's block
+  (epsilon, delta, clipping norm; the noise solved for their own training-set size), as the
+  attacker copies the target's training procedure (:mod:`miarepro.ensemble`).
 
 As Algorithm 2 prescribes, a shadow model's non-members ``S0`` train its proxy, so on shadow
 rows they look less like members than a target's test records do: the sweep's validation
@@ -137,6 +138,7 @@ def fit_stolen_memories(
         proxy = train_ensemble(top_part(k), features, y, subsets, recipe, int(next(seeds)))
         target_pairs.append(_pairs(g, [proxy.module(i) for i in range(proxies)], features, y,
                                    steps))
+    dp_plans = {"proxies": proxy.dp_plan}
 
     # shadow models on halves S1 of the hold-out records, their proxies on the other halves S0
     pool = (hold_out if shadow_records is None or shadow_records >= len(hold_out)
@@ -145,6 +147,7 @@ def fit_stolen_memories(
     n_in = len(pool) // 2
     shadow = train_ensemble(lambda: study.new_model().to(dev), X, y, pool[halves[:, :n_in]],
                             recipe, int(next(seeds)))
+    dp_plans["shadows"] = shadow.dp_plan
     member = np.zeros((2 * shadows, len(pool)), dtype=bool)
     np.put_along_axis(member, halves[:, :n_in], True, axis=1)
     rows_y = y[pool]
@@ -157,6 +160,7 @@ def fit_stolen_memories(
                                halves[:, n_in:], recipe, int(next(seeds)))
         shadow_pairs.append([_pairs(split_at(models[i], k)[1], [proxy.module(i)], features[i],
                                     rows_y, steps) for i in range(len(models))])
+    dp_plans["shadow_proxies"] = proxy.dp_plan
 
     def stacked(pairs_by_layer: list, which: slice) -> list[tuple[torch.Tensor, ...]]:
         return [tuple(torch.cat([p[i] for p in layer[which]]) for i in range(5))
@@ -192,6 +196,9 @@ def fit_stolen_memories(
     info = {"layers": [int(k) for k in cuts], "proxies": proxies, "shadows": shadows,
             "proxy_size": size, "hold_out": len(hold_out), "shadow_pool": len(pool),
             "steps": steps,
+            # the attacker's DP-SGD noise where the target's recipe has a dp block
+            "dp_noise_multipliers": {role: plan.noise_multiplier for role, plan in
+                                     dp_plans.items() if plan is not None},
             "sweep": [{"n_d": d, "n_m": m, "validation_accuracy": a}
                       for (d, m), a in zip(grid, accuracy, strict=True)],
             "chosen": {"n_d": grid[chosen][0], "n_m": grid[chosen][1]}}
