@@ -11,6 +11,7 @@ with the key, the bad value, the allowed values and the nearest known name.
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import types
 import typing
@@ -59,7 +60,14 @@ def unknown(what: str, name: Any, known: Iterable[Any], owner: str = "") -> str:
 
 def parameters(fn: Callable[..., Any], skip: int = 1) -> list[inspect.Parameter]:
     """The keyword options of ``fn``: its parameters after the first ``skip`` positional ones."""
-    return list(inspect.signature(fn).parameters.values())[skip:]
+    return list(_signature(fn).parameters.values())[skip:]
+
+
+@functools.cache
+def _signature(fn: Callable[..., Any]) -> inspect.Signature:
+    """Signatures of the registered functions, read once: building a paper config's DAG asks
+    for them tens of thousands of times."""
+    return inspect.signature(fn)
 
 
 def evaluated_annotation(fn: Callable[..., Any], parameter: inspect.Parameter) -> Any:

@@ -9,6 +9,7 @@ rule table:
         name=artifacts_of_kind("table"),
     params:
         artifact=artifact_params,
+        code=artifact_code,
     log:
         "logs/artifacts/{name}.log",
     conda:
@@ -28,6 +29,7 @@ rule figure:
         name=artifacts_of_kind("figure"),
     params:
         artifact=artifact_params,
+        code=artifact_code,
     log:
         "logs/artifacts/{name}.log",
     conda:
@@ -45,6 +47,7 @@ rule index:
         artifacts=config["artifacts"],
         studies=config["studies"],
         scale=config["scale"],
+        code=provenance.digest(("miarepro.artifacts.index",)),
     log:
         "logs/artifacts/index.log",
     conda:

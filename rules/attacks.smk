@@ -11,6 +11,7 @@ rule score:
         metrics=config["metrics"],
         # white-box attacks rebuild models, so they (only) rerun when the recipe changes
         whitebox=whitebox_params,
+        code=attack_code,
     resources:
         mem_mb=8000,
         runtime=30,
@@ -35,6 +36,7 @@ rule fit:
         fit=fit_settings,
         model=lambda wc: study_config(wc)["model"],
         recipe=lambda wc: study_config(wc)["training"],
+        code=fit_code,
     threads: config["resources"]["train_threads"]
     resources:
         gpu=config["resources"]["train_gpus"],

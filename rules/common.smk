@@ -1,10 +1,12 @@
 # Helpers shared by the rules: config lookups and input functions (no rules here).
+import functools
 import re
 
 from miarepro.artifacts import builders as artifact_builders
 from miarepro.artifacts.results import studies_read
 from miarepro.config import attack_params, model_home, reference_home
 from miarepro.pipeline import fit_paths, loo_model_indices
+from miarepro import provenance
 from miarepro.attacks import get_attack
 from miarepro.splits import reference_indices
 
@@ -68,18 +70,55 @@ def attack_inputs(wildcards):
     return inputs
 
 
+def code(*entries):
+    """The digest of the package code a step runs (:mod:`miarepro.provenance`), a param of
+    every rule: editing a module reruns the jobs that run it, and only those."""
+    return provenance.digest(("miarepro.pipeline", *entries))
+
+
+def attack_code(wildcards):
+    spec = get_attack(study_config(wildcards)["attacks"][wildcards.attack]["attack"])
+    models = ("miarepro.training",) if spec.loads_models else ()  # StudyFiles rebuilds them
+    return code(spec.fn.__module__, "miarepro.uncertainty", "miarepro.metrics", *models)
+
+
+def fit_code(wildcards):
+    return code(get_attack(fit_settings(wildcards)["attack"]).fit.__module__, "miarepro.training")
+
+
+def artifact_code(wildcards):
+    builder = artifact_builders.BUILDERS[config["artifacts"][wildcards.name]["builder"]]
+    return provenance.digest(("miarepro.artifacts.builders", builder.build.__module__))
+
+
 def fit_settings(wildcards):
     """Family, fit parameters and reference count of the fit named by the wildcards: the fit of
     some attack, of any study, that lives with this study's models (see ``fit_paths``)."""
-    folder = f"{RESULTS}/studies/{wildcards.study}/fits/{wildcards.fit}/"
+    folder = f"{RESULTS}/studies/{wildcards.study}/fits/{wildcards.fit}"
+    try:
+        return fits_by_folder()[folder]
+    except KeyError:
+        raise ValueError(f"no attack needs fit {wildcards.fit!r} of study {wildcards.study!r}")
+
+
+@functools.cache
+def fits_by_folder():
+    """Every fit folder any attack reads, with its settings (the first attack that names it),
+    built once: a DAG asks for each fit job's settings twice, and scanning every study each
+    time made dry runs of the paper configs quadratic in their size."""
+    folders = {}
     for name, study in config["studies"].items():
         for attack in study["attacks"].values():
-            if any(path.startswith(folder) for path in fit_paths(RESULTS, name, study, attack)):
-                spec = get_attack(attack["attack"])
-                return {"attack": spec.name,
+            paths = fit_paths(RESULTS, name, study, attack)
+            if not paths:
+                continue
+            spec = get_attack(attack["attack"])
+            settings = {"attack": spec.name,
                         "params": spec.split_params(attack_params(attack))[0],
                         "n_reference": attack.get("n_reference", 0)}
-    raise ValueError(f"no attack needs fit {wildcards.fit!r} of study {wildcards.study!r}")
+            for path in paths:
+                folders.setdefault(path.rsplit("/", 1)[0], settings)
+    return folders
 
 
 def fit_inputs(wildcards):

@@ -5,6 +5,7 @@ rule dataset:
     params:
         spec=lambda wc: config["datasets"][wc.dataset],
         data_dir=config["data_dir"],
+        code=code("miarepro.data"),
     log:
         "logs/dataset/{dataset}.log",
     conda:
@@ -20,6 +21,7 @@ rule split:
         "results/studies/{study}/split.npz",
     params:
         spec=lambda wc: study_config(wc)["split"],
+        code=code("miarepro.splits"),
     log:
         "logs/{study}/split.log",
     conda:

@@ -11,6 +11,7 @@ rule train:
         architecture=lambda wc: study_config(wc)["model"],
         recipe=lambda wc: study_config(wc)["training"],
         queries=lambda wc: study_config(wc)["queries"],
+        code=code("miarepro.training", "miarepro.boosting"),
     threads: config["resources"]["train_threads"]
     resources:
         gpu=config["resources"]["train_gpus"],

@@ -2,6 +2,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import re
 import tarfile
 
 import numpy as np
@@ -505,3 +506,91 @@ def test_svhn_keeps_the_extra_split_out_of_every_split(tmp_path, monkeypatch):
                        ood_start=dataset.meta["ood_start"])
     np.testing.assert_array_equal(split["ood"], np.arange(9, 14))
     assert split["reference_pool"].max() < 9 and split["population"].max() < 9
+
+
+# first records of the real files, in their formats
+UCI_FILES = {
+    "adult": {
+        "adult.data": "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, "
+                      "Not-in-family, White, Male, 2174, 0, 40, United-States, <=50K\n"
+                      "52, Self-emp-inc, 287927, HS-grad, 9, Married-civ-spouse, ?, Wife, "
+                      "White, Female, 15024, 0, 40, United-States, >50K\n\n",
+        "adult.test": "|1x3 Cross validator\n"
+                      "25, Private, 226802, 11th, 7, Never-married, Machine-op-inspct, "
+                      "Own-child, Black, Male, 0, 0, 40, United-States, <=50K.\n"
+                      "44, Private, 160323, Some-college, 10, Married-civ-spouse, "
+                      "Machine-op-inspct, Husband, Black, Male, 7688, 0, 40, United-States, "
+                      ">50K.\n"},
+    "pima": {"pima-indians-diabetes.data.csv": "6,148,72,35,0,33.6,0.627,50,1\n"
+                                               "1,85,66,29,0,26.6,0.351,31,0\n"
+                                               "8,183,64,0,0,23.3,0.672,32,1\n"},
+    "hepatitis": {"hepatitis.data": "2,30,2,1,2,2,2,2,1,2,2,2,2,2,1.00,85,18,4.0,?,1\n"
+                                    "1,50,1,1,2,1,2,2,1,2,2,2,2,2,0.90,135,42,3.5,?,1\n"
+                                    "2,78,1,2,2,1,2,2,2,2,2,2,2,2,0.70,96,32,4.0,?,1\n"
+                                    "2,31,1,?,1,2,2,2,2,2,2,2,2,2,0.70,46,52,4.0,80,1\n"},
+    "german_credit": {"german.data": "A11 6 A34 A43 1169 A65 A75 4 A93 A101 4 A121 67 A143 "
+                                     "A152 2 A173 1 A192 A201 1\n"
+                                     "A12 48 A32 A43 5951 A61 A73 2 A92 A101 2 A121 22 A143 "
+                                     "A152 1 A173 1 A191 A201 2\n"},
+}
+
+
+@pytest.mark.parametrize("source", sorted(UCI_FILES))
+def test_uci_tables_read_their_original_files(tmp_path, source):
+    """Each UCI table from its original file: one-hot categoricals, z-scored numbers, the
+    positive class 1 (Adult's test labels end in '.'); absent, the error names the path."""
+    with pytest.raises(DatasetUnavailable, match=re.escape(str(tmp_path / source))):
+        load_dataset({"source": source}, root=tmp_path)
+    for name, text in UCI_FILES[source].items():
+        (tmp_path / source).mkdir(exist_ok=True)
+        (tmp_path / source / name).write_text(text)
+    data = load_dataset({"source": source}, root=tmp_path)
+    n_rows = sum(line.strip() != "" and not line.startswith("|")
+                 for text in UCI_FILES[source].values() for line in text.splitlines())
+    assert data.X.shape[0] == n_rows and data.X.dtype == np.float32 and data.n_classes == 2
+    assert np.isfinite(data.X).all()
+    expected_y = {"adult": [0, 1, 0, 1], "pima": [1, 0, 1], "hepatitis": [0, 1, 0, 0],
+                  "german_credit": [0, 1]}[source]
+    np.testing.assert_array_equal(data.y, expected_y)
+    names = data.meta["features"]
+    assert len(names) == data.X.shape[1]
+    if source == "adult":
+        occupation = [i for i, n in enumerate(names) if n.startswith("occupation=")]
+        assert [names[i] for i in occupation][0] == "occupation=?"  # missing: its own level
+        np.testing.assert_array_equal(data.X[:, occupation].sum(1), 1)
+        np.testing.assert_allclose(data.X[:, names.index("age")].mean(), 0, atol=1e-6)
+    if source == "hepatitis":  # protime: median-imputed, with its missing flag
+        flag = data.X[:, names.index("protime missing")]
+        np.testing.assert_array_equal(flag, [1, 1, 1, 0])
+        assert len(set(data.X[:, names.index("protime")])) == 1  # all 80, then z-scored
+
+
+def test_uci_table_with_a_wrong_row_names_the_line(tmp_path):
+    (tmp_path / "pima").mkdir()
+    (tmp_path / "pima" / "pima-indians-diabetes.data.csv").write_text("6,148,72\n")
+    with pytest.raises(ValueError, match=r"line 1: 3 fields, expected 9"):
+        load_dataset({"source": "pima"}, root=tmp_path)
+
+
+def test_lfw_reads_scikit_learn_s_folder_and_filters_people(tmp_path):
+    """LFW from a scikit-learn lfw_home folder written here (250x250 JPEGs, pairs files);
+    without it the error names the folder."""
+    from PIL import Image
+
+    with pytest.raises(DatasetUnavailable, match=re.escape(str(tmp_path / "lfw" / "lfw_home"))):
+        load_dataset({"source": "lfw"}, root=tmp_path)
+    home = tmp_path / "lfw" / "lfw_home"
+    rng = np.random.default_rng(0)
+    for person, count in (("Ada_Lovelace", 3), ("Alan_Turing", 2), ("Grace_Hopper", 1)):
+        folder = home / "lfw_funneled" / person
+        folder.mkdir(parents=True)
+        for k in range(count):
+            pixels = rng.integers(0, 256, size=(250, 250, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(folder / f"{person}_{k + 1:04d}.jpg")
+    for name in ("pairsDevTrain.txt", "pairsDevTest.txt", "pairs.txt"):
+        (home / name).write_text("")
+    data = load_dataset({"source": "lfw", "min_faces_per_person": 2}, root=tmp_path)
+    assert data.X.shape == (5, 1, 62, 47) and data.X.dtype == np.float32
+    assert 0 <= data.X.min() and data.X.max() <= 1
+    assert data.meta["class_names"] == ["Ada Lovelace", "Alan Turing"]
+    assert sorted(np.bincount(data.y)) == [2, 3]

@@ -576,3 +576,34 @@ def test_qmia_tables_on_catboost_targets(workflow):
     assert set(ours["paper_attack"]) == {"lira", "qmia"} and (ours["ours"] > 0).all()
     scores = pd.read_parquet(results / "studies/tab/scores/qmia.parquet")
     assert {"pinball@1%", "pinball@10%"} <= set(scores.columns)
+
+
+def test_editing_a_module_reruns_only_the_jobs_that_run_it(workflow, tmp_path):
+    """Each rule's params carry a digest of the package modules its step runs
+    (miarepro.provenance): in a copy of the workflow, editing attacks/lira.py reruns LiRA's
+    scores and what reads them, and nothing upstream."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for part in ("Snakefile", "rules", "scripts", "miarepro", "envs", "report", "config"):
+        source = ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(source, repo / part)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(TINY))
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(repo / "Snakefile"),
+               "--directory", str(workflow), "--configfile", str(tmp_path / "config.yaml"),
+               "--cores", "1", "--dry-run"]
+
+    def planned() -> dict[str, int]:
+        result = subprocess.run(command, capture_output=True, text=True, check=True)
+        table = result.stdout.split("Job stats:")[-1] if "Job stats:" in result.stdout else ""
+        return {m.group(1): int(m.group(2)) for m in
+                re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
+
+    assert planned() == {}  # the copy runs the same code
+    with open(repo / "miarepro" / "attacks" / "lira.py", "a") as handle:
+        handle.write("\n# an edit\n")
+    jobs = planned()
+    assert jobs.get("score") == 1 and jobs.get("all") == 1, jobs
+    assert not {"dataset", "split", "train", "fit"} & set(jobs), jobs

@@ -308,6 +308,7 @@ def _lazy(module: str, function: str) -> Callable[..., Any]:
         return getattr(importlib.import_module(f"miarepro.artifacts.{module}"), function)(*args)
 
     call.__name__ = function
+    call.__module__ = f"miarepro.artifacts.{module}"  # the code it runs (miarepro.provenance)
     return call
 
 

@@ -23,10 +23,12 @@ import numpy as np
 from miarepro.data import (
     cinic,
     embedded,
+    lfw,
     synthetic,
     tabular_archives,
     tabular_benchmarks,
     torchvision_sets,
+    uci,
 )
 from miarepro.data.dataset import Dataset
 from miarepro.data.download import DatasetUnavailable, fetch, require_file
@@ -57,6 +59,11 @@ SOURCES: dict[str, Callable[..., Dataset]] = {
     "cinic10": cinic.cinic10,
     "openml_task": tabular_benchmarks.openml_task,
     "acs": tabular_benchmarks.acs,
+    "adult": uci.adult,
+    "pima": uci.pima,
+    "hepatitis": uci.hepatitis,
+    "german_credit": uci.german_credit,
+    "lfw": lfw.lfw,
 }
 
 #: Spec keys handled here for every source, with their defaults.
@@ -67,7 +74,8 @@ RELABELINGS = ("odd_even",)
 KNOWN_SIZES = {"digits": 1797, "breast_cancer": 569, "mnist_subset": 5000, "cifar10": 60000,
                "cifar100": 60000, "mnist": 70000, "fashion_mnist": 70000,
                "svhn": 99289,
-               "purchase100": 197324, "texas100": 67330}
+               "purchase100": 197324, "texas100": 67330, "adult": 48842, "pima": 768,
+               "hepatitis": 155, "german_credit": 1000}
 
 
 def loader_parameters(source: str) -> list[str]:

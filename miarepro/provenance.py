@@ -1,0 +1,112 @@
+"""Digests of the code each workflow step runs, so that editing a module reruns what it changes.
+
+Snakemake reruns a job when its params or its script change, but not when a module the script
+imports does. Every rule therefore carries a ``code`` param: a digest of the package's source
+files its step runs, found by reading import statements (module level and inside functions)
+from the step's entry modules on, transitively. Two kinds of module are read differently:
+
+- registries (``miarepro.attacks``): importing one imports every attack family to register
+  it, but a LiRA score job runs ``attacks/lira.py``, not ``attacks/iha.py``; their text
+  counts, their imports do not;
+- drivers (``miarepro.pipeline``, ``miarepro.config``): they hold every step's code, each
+  step importing what it needs inside its function; their text and their module-level imports
+  count, the imports inside their functions belong to the step that makes them, which names
+  them as entries. So editing ``miarepro/uncertainty.py`` rescores, but never retrains.
+
+A package's ``__init__`` counts (as text) for every module in it. Imports of anything outside
+the package are not followed: the environment is pinned separately.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+
+PACKAGE = "miarepro"
+ROOT = Path(__file__).resolve().parent
+REGISTRIES = frozenset({"miarepro.attacks"})
+DRIVERS = frozenset({"miarepro.pipeline", "miarepro.config"})
+
+
+def source_file(module: str) -> Path | None:
+    """The file of a package module (``miarepro.x.y``), or None if there is none."""
+    parts = module.split(".")[1:]
+    path = ROOT.joinpath(*parts)
+    for candidate in (path / "__init__.py", path.with_suffix(".py")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@functools.cache
+def imports(module: str) -> tuple[frozenset[str], frozenset[str]]:
+    """Package modules ``module`` imports: ``(at module level, inside functions)``.
+
+    Imports under ``if TYPE_CHECKING:`` never run and are left out.
+    """
+    path = source_file(module)
+    tree = ast.parse(path.read_text(), str(path))
+    top: set[str] = set()
+    inner: set[str] = set()
+
+    def visit(node: ast.AST, where: set[str]) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            where.update(_targets(node, module, path.name == "__init__.py"))
+            return
+        nested = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for child in ast.iter_child_nodes(node):
+            visit(child, inner if nested else where)
+
+    visit(tree, top)
+    return frozenset(top), frozenset(inner - top)
+
+
+def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -> set[str]:
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        base = node.module or ""
+        if node.level:  # relative: resolved against the importing module's package
+            anchor = module.split(".")[: len(module.split(".")) - node.level + is_package]
+            base = ".".join(anchor + ([base] if base else []))
+        names = [f"{base}.{alias.name}" for alias in node.names] + [base]
+    found = set()
+    for name in names:
+        if name.split(".")[0] != PACKAGE:
+            continue
+        while source_file(name) is None and "." in name:  # an attribute, not a module
+            name = name.rsplit(".", 1)[0]
+        found.add(name)
+    return found
+
+
+def modules(entries: Iterable[str]) -> frozenset[str]:
+    """Every package module the entries run, by the rules of the module docstring."""
+    seen: set[str] = set()
+    todo = list(entries)
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        parts = module.split(".")
+        seen.update(".".join(parts[:k]) for k in range(1, len(parts)))  # package inits: text
+        if module in REGISTRIES:
+            continue
+        top, inner = imports(module)
+        todo += top if module in DRIVERS else top | inner
+    return frozenset(m for m in seen if source_file(m) is not None)
+
+
+@functools.cache
+def digest(entries: tuple[str, ...]) -> str:
+    """A short hex digest of the source of every module the entries run."""
+    hasher = hashlib.sha256()
+    for module in sorted(modules(entries)):
+        hasher.update(module.encode() + b"\0" + source_file(module).read_bytes() + b"\0")
+    return hasher.hexdigest()[:16]

@@ -1,0 +1,56 @@
+"""Code digests: which package modules each workflow step runs, and that an edit shows."""
+
+import shutil
+
+import pytest
+
+from miarepro import provenance
+
+TRAIN = ("miarepro.pipeline", "miarepro.training", "miarepro.boosting")
+LIRA = ("miarepro.pipeline", "miarepro.attacks.lira", "miarepro.uncertainty", "miarepro.metrics")
+
+
+def test_imports_split_module_level_from_function_level_and_skip_type_checking():
+    top, inner = provenance.imports("miarepro.pipeline")
+    assert {"miarepro.io", "miarepro.splits", "miarepro.config"} <= top
+    assert {"miarepro.training", "miarepro.attacks", "miarepro.uncertainty"} <= inner
+    assert "miarepro.attacks" not in top  # only under `if TYPE_CHECKING:` at module level
+    top, _ = provenance.imports("miarepro.attacks.lira")
+    assert {"miarepro.attacks.base", "miarepro.attacks.reference", "miarepro.signals"} <= top
+
+
+def test_a_step_runs_its_own_modules_and_not_its_neighbours():
+    lira, train = provenance.modules(LIRA), provenance.modules(TRAIN)
+    assert {"miarepro.attacks.lira", "miarepro.attacks.base", "miarepro.attacks"} <= lira
+    # the attacks registry counts as text: the other families are not LiRA's code
+    assert "miarepro.attacks.iha" not in lira and "miarepro.training" not in lira
+    # the pipeline's lazy imports belong to the steps that make them: training never
+    # depends on the metrics or on any attack
+    assert {"miarepro.training", "miarepro.models", "miarepro.privacy"} <= train
+    assert not {"miarepro.uncertainty", "miarepro.attacks.lira", "miarepro.data"} & train
+
+
+@pytest.fixture
+def package_copy(tmp_path, monkeypatch):
+    copy = tmp_path / "miarepro"
+    shutil.copytree(provenance.ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(provenance, "ROOT", copy)
+    provenance.imports.cache_clear()
+    provenance.digest.cache_clear()
+    yield copy
+    provenance.imports.cache_clear()
+    provenance.digest.cache_clear()
+
+
+def test_an_edit_changes_the_digests_of_the_steps_that_run_it_only(package_copy):
+    before = {name: provenance.digest(entries) for name, entries in
+              (("lira", LIRA), ("train", TRAIN))}
+    with open(package_copy / "attacks" / "lira.py", "a") as handle:
+        handle.write("\n# an edit\n")
+    provenance.digest.cache_clear()
+    assert provenance.digest(LIRA) != before["lira"]
+    assert provenance.digest(TRAIN) == before["train"]
+    with open(package_copy / "training.py", "a") as handle:
+        handle.write("\n# an edit\n")
+    provenance.digest.cache_clear()
+    assert provenance.digest(TRAIN) != before["train"]
