@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
+from miarepro import io
 from miarepro.options import did_you_mean, unknown
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "config" / "schema.yaml"
@@ -44,7 +44,7 @@ def _with_defaults(validator_class: type) -> type:
 
 
 def load_schema() -> dict[str, Any]:
-    return yaml.safe_load(SCHEMA_PATH.read_text())
+    return io.read_yaml(SCHEMA_PATH.read_text())
 
 
 def validate(config: dict[str, Any]) -> dict[str, Any]:

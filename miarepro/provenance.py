@@ -51,18 +51,19 @@ def imports(module: str) -> tuple[frozenset[str], frozenset[str]]:
     tree = ast.parse(path.read_text(), str(path))
     top: set[str] = set()
     inner: set[str] = set()
-
-    def visit(node: ast.AST, where: set[str]) -> None:
+    # import statements sit in statement lists only, so only those are walked
+    todo = [(statement, False) for statement in tree.body]
+    while todo:
+        node, nested = todo.pop()
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            return
+            continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            where.update(_targets(node, module, path.name == "__init__.py"))
-            return
-        nested = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-        for child in ast.iter_child_nodes(node):
-            visit(child, inner if nested else where)
-
-    visit(tree, top)
+            (inner if nested else top).update(_targets(node, module, path.name == "__init__.py"))
+            continue
+        nested = nested or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            todo += [(child, nested) for child in getattr(node, field, ())
+                     if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case))]
     return frozenset(top), frozenset(inner - top)
 
 

@@ -6,8 +6,8 @@ rule score:
         scores="results/studies/{study}/scores/{attack}.parquet",
         metrics="results/studies/{study}/metrics/{attack}.parquet",
     params:
-        attack=lambda wc: study_config(wc)["attacks"][wc.attack],
-        nonmembers=lambda wc: study_config(wc)["nonmembers"],
+        attack=attack_entry,
+        nonmembers=study_value("nonmembers"),
         metrics=config["metrics"],
         # white-box attacks rebuild models, so they (only) rerun when the recipe changes
         whitebox=whitebox_params,
@@ -34,14 +34,14 @@ rule fit:
         card="results/studies/{study}/fits/{fit}/{group}.json",
     params:
         fit=fit_settings,
-        model=lambda wc: study_config(wc)["model"],
-        recipe=lambda wc: study_config(wc)["training"],
+        model=study_value("model"),
+        recipe=study_value("training"),
         code=fit_code,
     threads: config["resources"]["train_threads"]
     resources:
         gpu=config["resources"]["train_gpus"],
-        mem_mb=config["resources"]["train_mem_mb"],
-        runtime=config["resources"]["train_runtime_min"],
+        mem_mb=retry_memory,  # memory and time follow the study's model
+        runtime=study_runtime,
         slurm_partition=config["resources"]["gpu_partition"],
     benchmark:
         "results/benchmarks/{study}/fit-{fit}-{group}.tsv"

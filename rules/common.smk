@@ -1,5 +1,6 @@
 # Helpers shared by the rules: config lookups and input functions (no rules here).
 import functools
+import inspect
 import re
 
 from miarepro.artifacts import builders as artifact_builders
@@ -23,6 +24,26 @@ wildcard_constraints:
     dataset=r"[A-Za-z0-9_.-]+",
 
 
+def stored_signature(function):
+    """Snakemake reads the signature of an input, params or resource function at each of its
+    calls (tens of thousands in a paper config's dry run); a stored ``__signature__`` turns
+    that into a lookup."""
+    function.__signature__ = inspect.signature(function)
+    return function
+
+
+def study_value(*keys):
+    """A params function: the study's config at ``keys``."""
+
+    def value(wildcards):
+        found = study_config(wildcards)
+        for key in keys:
+            found = found[key]
+        return found
+
+    return stored_signature(value)
+
+
 def study_config(wildcards):
     return config["studies"][wildcards.study]
 
@@ -32,6 +53,12 @@ def home(wildcards):
     return f"{RESULTS}/studies/{model_home(wildcards.study, study_config(wildcards))}"
 
 
+@stored_signature
+def attack_entry(wildcards):
+    return study_config(wildcards)["attacks"][wildcards.attack]
+
+
+@stored_signature
 def dataset_file(wildcards):
     return f"{RESULTS}/datasets/{study_config(wildcards)['dataset']}.npz"
 
@@ -41,6 +68,7 @@ def model_files(study_dir, role, indices, suffix):
     return [f"{study_dir}/{folder}/{role}/{i}{suffix}" for i in indices]
 
 
+@stored_signature
 def attack_inputs(wildcards):
     """Signals an attack instance reads: all targets, their references, its LOO models.
 
@@ -70,27 +98,47 @@ def attack_inputs(wildcards):
     return inputs
 
 
+def study_resources(wildcards):
+    """The top-level ``resources`` with the study's own memory and time (training, fits)."""
+    return {**config["resources"], **study_config(wildcards).get("resources", {})}
+
+
+@stored_signature
+def retry_memory(wildcards, attempt):
+    """The study's memory, doubled on each retry: a job killed for memory gets more."""
+    return study_resources(wildcards)["train_mem_mb"] * 2 ** (attempt - 1)
+
+
+@stored_signature
+def study_runtime(wildcards):
+    return study_resources(wildcards)["train_runtime_min"]
+
+
 def code(*entries):
     """The digest of the package code a step runs (:mod:`miarepro.provenance`), a param of
     every rule: editing a module reruns the jobs that run it, and only those."""
     return provenance.digest(("miarepro.pipeline", *entries))
 
 
+@stored_signature
 def attack_code(wildcards):
     spec = get_attack(study_config(wildcards)["attacks"][wildcards.attack]["attack"])
     models = ("miarepro.training",) if spec.loads_models else ()  # StudyFiles rebuilds them
     return code(spec.fn.__module__, "miarepro.uncertainty", "miarepro.metrics", *models)
 
 
+@stored_signature
 def fit_code(wildcards):
     return code(get_attack(fit_settings(wildcards)["attack"]).fit.__module__, "miarepro.training")
 
 
+@stored_signature
 def artifact_code(wildcards):
     builder = artifact_builders.BUILDERS[config["artifacts"][wildcards.name]["builder"]]
     return provenance.digest(("miarepro.artifacts.builders", builder.build.__module__))
 
 
+@stored_signature
 def fit_settings(wildcards):
     """Family, fit parameters and reference count of the fit named by the wildcards: the fit of
     some attack, of any study, that lives with this study's models (see ``fit_paths``)."""
@@ -121,6 +169,7 @@ def fits_by_folder():
     return folders
 
 
+@stored_signature
 def fit_inputs(wildcards):
     """A fit reads the models of its group: the target's, or the references it fits."""
     study, settings = study_config(wildcards), fit_settings(wildcards)
@@ -136,6 +185,7 @@ def fit_inputs(wildcards):
             "signals": [f"{base}/signals/{role}/{i}.npy" for role, i in models]}
 
 
+@stored_signature
 def whitebox_params(wildcards):
     study = study_config(wildcards)
     if not get_attack(study["attacks"][wildcards.attack]["attack"]).loads_models:
@@ -155,10 +205,12 @@ def artifacts_of_kind(kind):
     return "|".join(re.escape(n) for n in names) or "^$"
 
 
+@stored_signature
 def artifact_inputs(wildcards):
     return artifact_builders.inputs(RESULTS, config["artifacts"][wildcards.name], config)
 
 
+@stored_signature
 def artifact_params(wildcards):
     """The artifact's settings and the parts of the config it reads (reruns follow edits)."""
     settings = config["artifacts"][wildcards.name]

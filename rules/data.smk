@@ -20,7 +20,7 @@ rule split:
     output:
         "results/studies/{study}/split.npz",
     params:
-        spec=lambda wc: study_config(wc)["split"],
+        spec=study_value("split"),
         code=code("miarepro.splits"),
     log:
         "logs/{study}/split.log",

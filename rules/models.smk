@@ -8,15 +8,15 @@ rule train:
         card="results/studies/{study}/models/{role}/{index}.json",
         signals="results/studies/{study}/signals/{role}/{index}.npy",
     params:
-        architecture=lambda wc: study_config(wc)["model"],
-        recipe=lambda wc: study_config(wc)["training"],
-        queries=lambda wc: study_config(wc)["queries"],
+        architecture=study_value("model"),
+        recipe=study_value("training"),
+        queries=study_value("queries"),
         code=code("miarepro.training", "miarepro.boosting"),
     threads: config["resources"]["train_threads"]
     resources:
         gpu=config["resources"]["train_gpus"],
-        mem_mb=config["resources"]["train_mem_mb"],
-        runtime=config["resources"]["train_runtime_min"],
+        mem_mb=retry_memory,  # memory and time follow the study's model
+        runtime=study_runtime,
         slurm_partition=config["resources"]["gpu_partition"],
     benchmark:
         "results/benchmarks/{study}/train-{role}-{index}.tsv"

@@ -556,7 +556,7 @@ def test_uci_tables_read_their_original_files(tmp_path, source):
     assert len(names) == data.X.shape[1]
     if source == "adult":
         occupation = [i for i, n in enumerate(names) if n.startswith("occupation=")]
-        assert [names[i] for i in occupation][0] == "occupation=?"  # missing: its own level
+        assert names[occupation[0]] == "occupation=?"  # missing: its own level
         np.testing.assert_array_equal(data.X[:, occupation].sum(1), 1)
         np.testing.assert_allclose(data.X[:, names.index("age")].mean(), 0, atol=1e-6)
     if source == "hepatitis":  # protime: median-imputed, with its missing flag

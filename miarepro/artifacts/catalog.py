@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
+
+from miarepro import io
 
 HERE = Path(__file__).resolve().parent
 CATALOG_PATH = HERE / "catalog.yaml"
@@ -102,7 +103,7 @@ def _check_entry(artifact_id: str, entry: Any) -> dict[str, Any]:
 
 def parse_catalog(text: str) -> dict[str, dict[str, Any]]:
     """Parse and validate catalog YAML; split from the file read so tests can feed bad entries."""
-    data = yaml.safe_load(text)
+    data = io.read_yaml(text)
     if not isinstance(data, dict) or not data:
         raise ValueError("catalog: expected a non-empty mapping of artifact IDs")
     return {str(key): _check_entry(key, value) for key, value in data.items()}

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from miarepro import io, uncertainty
 from miarepro.artifacts import builders, catalog, regime
@@ -64,7 +63,7 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
     from miarepro.artifacts.catalog import ARTIFACT_IDS
 
     claims = []
-    for entry in yaml.safe_load(text) or []:
+    for entry in io.read_yaml(text) or []:
         where = f"claims/{paper}.yaml: {entry.get('id', '?')}"
         unknown = sorted(set(entry) - KEYS)
         if unknown:

@@ -17,7 +17,6 @@ import textwrap
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from miarepro import io
 from miarepro.artifacts.results import RESULTS, studies_of
@@ -124,6 +123,7 @@ def density_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
             sample, target_score = int(ctx.audit[position]), float(hinge[position])
         one = dataclasses.replace(ctx, audit=np.array([sample]))
         draws, mean, std = conditional(family, one, params)
+        from scipy import stats  # here, not at the top: the DAG reads this module's inputs
         if family == "marginal":
             threshold = float(np.quantile(draws, 1 - ALPHA))
             grid = np.linspace(draws.min(), draws.max(), 400)
