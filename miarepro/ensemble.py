@@ -98,36 +98,50 @@ def train_ensemble(build: Callable[[], nn.Module], inputs: torch.Tensor, labels:
     models = [build() for _ in range(n_models)]
     params, buffers = stack_module_state(models)
     ensemble = Ensemble(copy.deepcopy(models[0]), params, buffers)
-    per_model = labels.dim() == 2
     optimizer = make_optimizer(list(params.values()), recipe)
     milestones = sorted({round(f * int(recipe["epochs"])) for f in recipe["milestones"]})
     schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones, recipe["gamma"])
-    rows = torch.arange(n_models, device=inputs.device)[:, None]
     private = _PrivateSteps(ensemble, recipe, n_rows, seed) if recipe.get("dp") else None
     for _ in range(int(recipe["epochs"])):
         ensemble.base.train()
-        if private is not None:
+        if private is None:
+            _epoch(ensemble, optimizer, inputs, labels, subsets, recipe, generator)
+        else:
             private.epoch(optimizer, inputs, labels, subsets, generator)
-            schedule.step()
-            continue
-        order = torch.argsort(torch.rand(n_models, n_rows, generator=generator), dim=1).to(
-            inputs.device)
-        for batch in order.split(int(recipe["batch_size"]), dim=1):
-            chosen = subsets[rows, batch]  # (K, b) row indices
-            x = inputs[rows, chosen] if per_model else inputs[chosen]
-            y = labels[rows, chosen] if per_model else labels[chosen]
-            logits = ensemble.forward(x)
-            loss = per_sample_loss(recipe["loss"], logits.flatten(0, 1), y.flatten()).view(
-                n_models, -1).mean(dim=1).sum()
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
         schedule.step()
     ensemble.dp_plan = private.plan if private is not None else None
     for value in params.values():
         value.requires_grad_(False)
     ensemble.base.eval()
     return ensemble
+
+
+def _batch(inputs: torch.Tensor, labels: torch.Tensor, chosen: torch.Tensor
+           ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and labels of the ``(K, b)`` rows ``chosen``: from each model's own rows when
+    ``labels`` is ``(K, N)``, from the shared ones when it is ``(N,)``."""
+    if labels.dim() == 2:
+        models = torch.arange(len(chosen), device=chosen.device)[:, None]
+        return inputs[models, chosen], labels[models, chosen]
+    return inputs[chosen], labels[chosen]
+
+
+def _epoch(ensemble: Ensemble, optimizer: torch.optim.Optimizer, inputs: torch.Tensor,
+           labels: torch.Tensor, subsets: torch.Tensor, recipe: dict[str, Any],
+           generator: torch.Generator) -> None:
+    """One epoch of shuffled mini-batches, each model on its own rows."""
+    n_models, n_rows = subsets.shape
+    rows = torch.arange(n_models, device=inputs.device)[:, None]
+    order = torch.argsort(torch.rand(n_models, n_rows, generator=generator), dim=1).to(
+        inputs.device)
+    for batch in order.split(int(recipe["batch_size"]), dim=1):
+        x, y = _batch(inputs, labels, subsets[rows, batch])
+        logits = ensemble.forward(x)
+        loss = per_sample_loss(recipe["loss"], logits.flatten(0, 1), y.flatten()).view(
+            n_models, -1).mean(dim=1).sum()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
 
 
 class _PrivateSteps:
@@ -164,9 +178,7 @@ class _PrivateSteps:
             size = max(int(taken.sum(1).max()), 1)
             first = torch.argsort((~taken).to(torch.int8), dim=1, stable=True)[:, :size]
             weight = torch.gather(taken, 1, first).to(inputs.dtype).to(subsets.device)
-            chosen = subsets[rows, first.to(subsets.device)]
-            x = inputs[rows, chosen] if labels.dim() == 2 else inputs[chosen]
-            y = labels[rows, chosen] if labels.dim() == 2 else labels[chosen]
+            x, y = _batch(inputs, labels, subsets[rows, first.to(subsets.device)])
             per_sample = self.gradients(self.params, self.buffers, x, y)
             for name, total in private_sums(per_sample, weight, self.plan.max_grad_norm,
                                             self.plan.noise_multiplier, self.expected_batch,

@@ -122,7 +122,7 @@ def code(*entries):
 
 @stored_signature
 def attack_code(wildcards):
-    spec = get_attack(study_config(wildcards)["attacks"][wildcards.attack]["attack"])
+    spec = get_attack(attack_entry(wildcards)["attack"])
     models = ("miarepro.training",) if spec.loads_models else ()  # StudyFiles rebuilds them
     return code(spec.fn.__module__, "miarepro.uncertainty", "miarepro.metrics", *models)
 
@@ -146,7 +146,8 @@ def fit_settings(wildcards):
     try:
         return fits_by_folder()[folder]
     except KeyError:
-        raise ValueError(f"no attack needs fit {wildcards.fit!r} of study {wildcards.study!r}")
+        raise ValueError(
+            f"no attack needs fit {wildcards.fit!r} of study {wildcards.study!r}") from None
 
 
 @functools.cache

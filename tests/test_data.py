@@ -594,3 +594,17 @@ def test_lfw_reads_scikit_learn_s_folder_and_filters_people(tmp_path):
     assert 0 <= data.X.min() and data.X.max() <= 1
     assert data.meta["class_names"] == ["Ada Lovelace", "Alan Turing"]
     assert sorted(np.bincount(data.y)) == [2, 3]
+
+
+def test_image_like_is_cifar_shaped_seeded_and_learnable():
+    """Generated 3x32x32 images in [0, 1]: the same seed gives the same images, and the class
+    patterns are learnable (a nearest-class-mean rule beats chance by far)."""
+    data = load_dataset({"source": "image_like", "n_samples": 500})
+    again = load_dataset({"source": "image_like", "n_samples": 500})
+    assert data.X.shape == (500, 3, 32, 32) and data.n_classes == 10
+    assert 0 <= data.X.min() and data.X.max() <= 1
+    np.testing.assert_array_equal(data.X, again.X)
+    flat = data.X.reshape(500, -1)
+    means = np.stack([flat[data.y == c].mean(0) for c in range(10)])
+    predicted = ((flat[:, None, :] - means[None]) ** 2).sum(-1).argmin(1)
+    assert (predicted == data.y).mean() > 0.5

@@ -48,6 +48,7 @@ SOURCES: dict[str, Callable[..., Dataset]] = {
     "purchase_like": synthetic.purchase_like,
     "toy_sin": synthetic.toy_sin,
     "tabular_like": synthetic.tabular_like,
+    "image_like": synthetic.image_like,
     # real datasets, read from <root>/<source>/ (downloaded there only if the spec allows it)
     "cifar10": torchvision_sets.cifar10,
     "cifar100": torchvision_sets.cifar100,

@@ -203,3 +203,33 @@ def tabular_like(root: Path, n_samples: Positive = 5000, n_features: Positive = 
                              f"make_classification, {n_informative} informative of {n_features}"
                              f" features, label noise {label_noise:g})",
               "license": GENERATED, "seed": seed})
+
+
+def image_like(root: Path, n_samples: Positive = 2000, n_classes: Positive = 10,
+               side: Positive = 32, channels: Positive = 3,
+               noise: Annotated[float, Range(0, low_open=True)] = 0.3,
+               seed: int = 0) -> Dataset:
+    """Generated CIFAR-shaped images (``channels x side x side`` in [0, 1]) for checking the
+    image path end to end without a download, e.g. on a GPU node (``config/smoke-gpu.yaml``):
+    each class is a smooth random pattern (a sum of low-frequency waves per channel), each
+    image its class's pattern plus Gaussian pixel noise of scale ``noise``, clipped. Nothing
+    about them resembles a real image; they only have the shape and scale of one."""
+    _check_positive(n_samples=n_samples, n_classes=n_classes, side=side, channels=channels)
+    rng = np.random.default_rng(seed)
+    grid = np.linspace(0.0, 2.0 * np.pi, side)
+    rows, cols = np.meshgrid(grid, grid, indexing="ij")
+    templates = np.zeros((n_classes, channels, side, side))
+    for _ in range(3):  # three waves of random low frequency, phase and amplitude per channel
+        freq = rng.integers(1, 4, size=(n_classes, channels, 2))
+        phase = rng.uniform(0, 2 * np.pi, size=(n_classes, channels, 1, 1))
+        amp = rng.uniform(0.1, 0.25, size=(n_classes, channels, 1, 1))
+        templates += amp * np.sin(freq[..., 0, None, None] * rows + freq[..., 1, None, None]
+                                  * cols + phase)
+    y = rng.permutation(np.arange(n_samples) % n_classes)
+    X = templates[y] + 0.5 + noise * rng.standard_normal((n_samples, channels, side, side))
+    return Dataset(
+        X=np.clip(X, 0.0, 1.0).astype(np.float32), y=y.astype(np.int64), n_classes=n_classes,
+        input_shape=(channels, side, side), name="image_like",
+        meta={"source": "image_like", "license": GENERATED, "seed": seed,
+              "description": f"generated {channels}x{side}x{side} images: {n_classes} smooth "
+                             f"class patterns plus pixel noise {noise:g}"})
