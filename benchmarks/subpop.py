@@ -47,7 +47,7 @@ def build_study(folder: Path, shadows: int, threads: int) -> tuple[dict, object,
     for role, index in [("target", 0)] + [("reference", i) for i in range(shadows)]:
         model = folder / "models" / role / f"{index}.pt"
         pipeline.train(dataset, split, role, index, study["model"], study["training"], [],
-                       str(model), str(folder / "signals" / role / f"{index}.npy"), threads)
+                       str(model), str(folder / "models" / role / f"{index}.npy"), threads)
         if role == "reference":
             seconds.append(io.read_json(model.with_suffix(".json"))["train_seconds"])
     files = pipeline.StudyFiles(dataset, split, str(folder / "models"), study["model"],
@@ -58,9 +58,9 @@ def build_study(folder: Path, shadows: int, threads: int) -> tuple[dict, object,
 def context(folder: Path, files, attack: str, shadows: int, fit=None):
     from miarepro import pipeline
 
-    references = {i: str(folder / "signals" / "reference" / f"{i}.npy") for i in range(shadows)}
+    references = {i: str(folder / "models" / "reference" / f"{i}.npy") for i in range(shadows)}
     ctx = pipeline.attack_context({"attack": attack, "n_reference": shadows}, files.labels(),
-                                  files.split, 0, np.load(folder / "signals" / "target" / "0.npy"),
+                                  files.split, 0, np.load(folder / "models" / "target" / "0.npy"),
                                   references, study=files)
     return dataclasses.replace(ctx, fit=fit)
 

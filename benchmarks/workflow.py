@@ -43,9 +43,16 @@ def job_counts(output: str) -> dict[str, int]:
 
 
 def study_seconds(work: Path) -> list[tuple[str, float]]:
-    """Seconds of every job (Snakemake's benchmark files) summed per study, largest first."""
+    """In-job seconds per study, largest first: training and fits from their cards (cacheable
+    jobs have no benchmark file), scoring from Snakemake's benchmark files."""
     totals: dict[str, float] = {}
-    for bench in (work / "results" / "benchmarks").glob("*/*.tsv"):
+    studies = work / "results" / "studies"
+    cards = (("*/models/*/*.json", "train_seconds"), ("*/fits/*/*.json", "fit_seconds"))
+    for pattern, key in cards:
+        for card in studies.glob(pattern):
+            study = card.relative_to(studies).parts[0]
+            totals[study] = totals.get(study, 0.0) + json.loads(card.read_text())[key]
+    for bench in (work / "results" / "benchmarks").glob("*/score-*.tsv"):
         seconds = float(bench.read_text().splitlines()[1].split("\t")[0])
         totals[bench.parent.name] = totals.get(bench.parent.name, 0.0) + seconds
     return sorted(totals.items(), key=lambda item: -item[1])
@@ -77,11 +84,13 @@ def main() -> None:
                      f"{jobs.get('train', 0)} / {len(cards)} / {len(distinct)}"))
         train_seconds = sum(i["train_seconds"] for i in infos)
         rows.append(("sum of in-job training seconds", f"{train_seconds:.0f} s"))
-        for kind in ("score", "fit"):
-            benches = (work / "results" / "benchmarks").glob(f"*/{kind}-*.tsv")
-            seconds = sum(float(b.read_text().splitlines()[1].split("\t")[0]) for b in benches)
-            rows.append((f"sum of {kind}-job seconds", f"{seconds:.0f} s"))
-        rows.append(("job seconds by study (all rules)", ", ".join(
+        benches = (work / "results" / "benchmarks").glob("*/score-*.tsv")
+        seconds = sum(float(b.read_text().splitlines()[1].split("\t")[0]) for b in benches)
+        rows.append(("sum of score-job seconds", f"{seconds:.0f} s"))
+        fits = (work / "results" / "studies").glob("*/fits/*/*.json")
+        seconds = sum(json.loads(card.read_text())["fit_seconds"] for card in fits)
+        rows.append(("sum of in-job fit seconds", f"{seconds:.0f} s"))
+        rows.append(("in-job seconds by study (training, fits, scoring)", ", ".join(
             f"{study} {seconds:.0f}" for study, seconds in study_seconds(work))))
         if args.setup:
             copy = Path(scratch) / "repo"

@@ -45,6 +45,21 @@ def make_split(dataset_path: str, spec: dict[str, Any], output: str) -> None:
         ood_aligned=card["meta"].get("ood_aligned", False)))
 
 
+def peak_memory_mb() -> float:
+    """This process's peak resident memory, or its peak GPU allocation where larger (MB).
+
+    Training and fit jobs record it in their cards: with Snakemake's between-workflow cache
+    they can have no benchmark file, and the cost tables need it."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        peak = max(peak, torch.cuda.max_memory_allocated() / 2**20)
+    return round(peak, 1)
+
+
 def model_seed(base_seed: int, role: str, index: int) -> int:
     """Distinct, reproducible seed per model; independent of how many models exist."""
     sequence = np.random.SeedSequence([base_seed, splits.ROLE_IDS[role], index])
@@ -69,7 +84,8 @@ def train(dataset_path: str, split_path: str, role: str, index: int, architectur
         logits, info, save = _train_torch(data, indices, held_out, architecture, recipe,
                                           queries, description["n_classes"], seed, threads)
     info = {**info, "role": role, "index": index, "train_indices_sha256": _digest(indices),
-            "architecture": architecture, "recipe": recipe, "queries": list(queries)}
+            "architecture": architecture, "recipe": recipe, "queries": list(queries),
+            "peak_memory_mb": peak_memory_mb()}
     log.info("%s/%d: %s", role, index, {k: info[k] for k in
              ("train_accuracy", "test_accuracy", "train_seconds") if k in info})
     io.write_array(signals_path, logits)
@@ -145,7 +161,7 @@ class StudyFiles:
 
     def signals(self, role: str, index: int) -> np.ndarray:
         """The saved logits ``(A, M, C)`` of model ``role/index`` (a fit's input files)."""
-        return io.read_array(self.model_dir.parent / "signals" / role / f"{index}.npy")
+        return io.read_array(self.model_dir / role / f"{index}.npy")
 
     def training_indices(self, role: str, index: int) -> np.ndarray:
         return splits.training_indices(self.split, role, index)
@@ -195,8 +211,6 @@ def fit(settings: dict[str, Any], study: StudyFiles, group: int, arrays_path: st
     ``settings`` holds the attack family, its fit parameters and its reference count. The card
     records the seconds and peak memory of the fit, its settings and what it reports.
     """
-    import resource
-
     import torch
 
     from miarepro.attacks import get_attack
@@ -206,12 +220,9 @@ def fit(settings: dict[str, Any], study: StudyFiles, group: int, arrays_path: st
     start = time.perf_counter()
     arrays, info = spec.fit(study, group, **settings["params"])
     seconds = time.perf_counter() - start
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    if torch.cuda.is_available():
-        peak_mb = max(peak_mb, torch.cuda.max_memory_allocated() / 2**20)
     io.write_arrays(arrays_path, **arrays)
     card = {"attack": spec.name, "group": group, "settings": settings, "info": info,
-            "fit_seconds": round(seconds, 3), "peak_memory_mb": round(peak_mb, 1)}
+            "fit_seconds": round(seconds, 3), "peak_memory_mb": peak_memory_mb()}
     log.info("fit %s/%d: %s", spec.name, group, card)
     io.write_json(card_path, card)
 

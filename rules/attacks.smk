@@ -30,8 +30,7 @@ rule fit:
     input:
         unpack(fit_inputs),
     output:
-        arrays="results/studies/{study}/fits/{fit}/{group}.npz",
-        card="results/studies/{study}/fits/{fit}/{group}.json",
+        multiext("results/studies/{study}/fits/{fit}/{group}", arrays=".npz", card=".json"),
     params:
         fit=fit_settings,
         model=study_value("model"),
@@ -43,8 +42,7 @@ rule fit:
         mem_mb=retry_memory,  # memory and time follow the study's model
         runtime=study_runtime,
         slurm_partition=config["resources"]["gpu_partition"],
-    benchmark:
-        "results/benchmarks/{study}/fit-{fit}-{group}.tsv"
+    cache: True
     log:
         "logs/{study}/fit/{fit}-{group}.log",
     conda:

@@ -64,8 +64,8 @@ def dataset_file(wildcards):
 
 
 def model_files(study_dir, role, indices, suffix):
-    folder = "signals" if suffix == ".npy" else "models"
-    return [f"{study_dir}/{folder}/{role}/{i}{suffix}" for i in indices]
+    """A model's checkpoint (``.pt``) or its saved logits (``.npy``), side by side."""
+    return [f"{study_dir}/models/{role}/{i}{suffix}" for i in indices]
 
 
 @stored_signature
@@ -183,7 +183,7 @@ def fit_inputs(wildcards):
     base = f"{RESULTS}/studies/{wildcards.study}"
     return {"dataset": dataset_file(wildcards), "split": f"{base}/split.npz",
             "models": [f"{base}/models/{role}/{i}.pt" for role, i in models],
-            "signals": [f"{base}/signals/{role}/{i}.npy" for role, i in models]}
+            "signals": [f"{base}/models/{role}/{i}.npy" for role, i in models]}
 
 
 @stored_signature

@@ -4,9 +4,10 @@ rule train:
         dataset=dataset_file,
         split="results/studies/{study}/split.npz",
     output:
-        model="results/studies/{study}/models/{role}/{index}.pt",
-        card="results/studies/{study}/models/{role}/{index}.json",
-        signals="results/studies/{study}/signals/{role}/{index}.npy",
+        # one prefix: Snakemake's between-workflow cache (--cache) keeps multi-file outputs
+        # only as multiext
+        multiext("results/studies/{study}/models/{role}/{index}", model=".pt", card=".json",
+                 signals=".npy"),
     params:
         architecture=study_value("model"),
         recipe=study_value("training"),
@@ -18,8 +19,7 @@ rule train:
         mem_mb=retry_memory,  # memory and time follow the study's model
         runtime=study_runtime,
         slurm_partition=config["resources"]["gpu_partition"],
-    benchmark:
-        "results/benchmarks/{study}/train-{role}-{index}.tsv"
+    cache: True
     log:
         "logs/{study}/train/{role}-{index}.log",
     conda:

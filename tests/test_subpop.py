@@ -41,15 +41,15 @@ def study(tmp_path_factory):
     for role, index in (("target", 0), ("reference", 0), ("reference", 1)):
         pipeline.train(dataset, split, role, index, ARCHITECTURE, RECIPE, [],
                        str(root / "models" / role / f"{index}.pt"),
-                       str(root / "signals" / role / f"{index}.npy"))
+                       str(root / "models" / role / f"{index}.npy"))
     files = pipeline.StudyFiles(dataset, split, str(root / "models"), ARCHITECTURE, RECIPE)
     return files, root
 
 
 def context(study, attack, fit=None, n_reference=0):
     files, root = study
-    logits = np.load(root / "signals" / "target" / "0.npy")
-    references = {i: str(root / "signals" / "reference" / f"{i}.npy") for i in (0, 1)}
+    logits = np.load(root / "models" / "target" / "0.npy")
+    references = {i: str(root / "models" / "reference" / f"{i}.npy") for i in (0, 1)}
     ctx = pipeline.attack_context({"attack": attack, "n_reference": n_reference},
                                   files.labels(), files.split, 0, logits, references,
                                   study=files)
@@ -212,7 +212,7 @@ def test_query_access_hands_out_outputs_only(study):
     access = QueryAccess(files)
     x = files.features()[:4]
     assert np.allclose(access.query("target", 0, x),
-                       np.load(study[1] / "signals" / "target" / "0.npy")[0, :4], atol=1e-5)
+                       np.load(study[1] / "models" / "target" / "0.npy")[0, :4], atol=1e-5)
     for forbidden in ("load_model", "training_indices", "parts", "signals", "recipe"):
         assert not hasattr(access, forbidden)
 

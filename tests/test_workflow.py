@@ -428,7 +428,7 @@ def test_white_box_handle_rebuilds_the_saved_models(workflow):
                         str(study / "split.npz"), str(study / "models"),
                         TINY["studies"]["part"]["model"], TINY["studies"]["part"]["training"])
     logits = predict_logits(handle.load_model("target", 1), handle.features())
-    np.testing.assert_allclose(logits, np.load(study / "signals" / "target" / "1.npy"),
+    np.testing.assert_allclose(logits, np.load(study / "models" / "target" / "1.npy"),
                                rtol=1e-5, atol=1e-5)
     assert len(handle.training_indices("target", 1)) == 120  # 20% of 600, repetition 1
 
@@ -565,7 +565,7 @@ def test_qmia_tables_on_catboost_targets(workflow):
     card = yaml.safe_load((results / "studies/tab/models/target/0.json").read_text())
     assert card["format"] == "catboost-cbm" and len(card["search"]["trials"]) == 2
     assert card["search"]["folds"] == 2 and card["settings"]["iterations"] >= 10
-    signals = __import__("numpy").load(results / "studies/tab/signals/target/0.npy")
+    signals = __import__("numpy").load(results / "studies/tab/models/target/0.npy")
     assert signals.shape == (1, 400, 2)
     search = pd.read_csv(results / "artifacts/QMIA-T5.csv")
     assert set(search["hyperparameter"]) == {"depth", "iterations"}
@@ -615,3 +615,33 @@ def test_editing_a_module_reruns_only_the_jobs_that_run_it(workflow, tmp_path):
     assert after.get("score", 0) == before.get("score", 0) + 1, (before, after)
     for rule in ("dataset", "split", "train", "fit"):
         assert after.get(rule, 0) == before.get(rule, 0), (rule, before, after)
+
+
+def test_models_and_fits_come_from_the_between_workflow_cache(tmp_path):
+    """Snakemake's own cache (`--cache`, `SNAKEMAKE_OUTPUT_CACHE`): a second checkout of the
+    same config takes every model and fit from the first one's cache instead of retraining.
+    The cache key covers params, code digests and inputs, so an edit misses it."""
+    config = copy.deepcopy(TINY)
+    part = config["studies"]["part"]
+    part["attacks"] = {k: v for k, v in part["attacks"].items() if k in ("attack-p", "bmia")}
+    config.update(studies={"part": part}, artifacts={"leaderboard": {"builder": "leaderboard"}},
+                  datasets={"tiny": config["datasets"]["tiny"]})
+    env = {**os.environ, "SNAKEMAKE_OUTPUT_CACHE": str(tmp_path / "cache")}
+    (tmp_path / "cache").mkdir()
+    outputs = {}
+    for checkout in ("first", "second"):
+        (tmp_path / checkout).mkdir()
+        (tmp_path / checkout / "config.yaml").write_text(yaml.safe_dump(config))
+        result = subprocess.run(
+            [*SNAKEMAKE, "--directory", str(tmp_path / checkout), "--configfile",
+             str(tmp_path / checkout / "config.yaml"), "--cores", "2", "--cache"],
+            capture_output=True, text=True, env=env, check=False)
+        assert result.returncode == 0, result.stderr[-3000:]
+        outputs[checkout] = result.stdout + result.stderr
+    models = sorted((tmp_path / "first" / "results/studies/part/models").rglob("*.pt"))
+    fits = sorted((tmp_path / "first" / "results/studies/part/fits").rglob("*.npz"))
+    assert models and fits
+    for path in models + fits:
+        relative = path.relative_to(tmp_path / "first")
+        assert f"{relative} from cache" in outputs["second"], relative
+        assert (tmp_path / "second" / relative).read_bytes() == path.read_bytes()

@@ -42,7 +42,7 @@ def _study_files(results: str, study: str, study_config: dict[str, Any]) -> tupl
     """(dataset, split, target 0's signals) of a study."""
     home = f"{results}/studies/{model_home(study, study_config)}"
     return (f"{results}/datasets/{study_config['dataset']}.npz", f"{home}/split.npz",
-            f"{home}/signals/target/0.npy")
+            f"{home}/models/target/0.npy")
 
 
 def _attack_files(results: str, study: str, study_config: dict[str, Any],
@@ -55,7 +55,7 @@ def _attack_files(results: str, study: str, study_config: dict[str, Any],
     references = reference_indices(study_config["split"]["scheme"], 0,
                                    attack.get("n_reference", 0))
     fits = fit_paths(results, study, study_config, attack)[:1]
-    return ({i: f"{where}/signals/reference/{i}.npy" for i in references},
+    return ({i: f"{where}/models/reference/{i}.npy" for i in references},
             f"{fits[0]}.npz" if fits else None)
 
 

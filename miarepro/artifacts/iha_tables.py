@@ -149,8 +149,7 @@ def attack_costs(name: str, settings: dict[str, Any], config: dict[str, Any],
             trains = [io.read_json(p) for p in models]
             precompute = (sum(f["fit_seconds"] for f in fits)
                           + sum(t["train_seconds"] for t in trains))
-            precompute_mb = max([f["peak_memory_mb"] for f in fits]
-                                + [_max_rss(_train_benchmark(p)) for p in models] + [0.0])
+            precompute_mb = max([f["peak_memory_mb"] for f in fits + trains] + [0.0])
             members, nonmembers = res.audit_size(RESULTS, study, attack)
             per_record = res.score_seconds(RESULTS, study, attack) / (members + nonmembers)
             runtime_mb = _max_rss(f"{RESULTS}/benchmarks/{study}/score-{attack}.tsv")
@@ -175,20 +174,12 @@ def attack_costs(name: str, settings: dict[str, Any], config: dict[str, Any],
         _markdown(table)])
 
 
-def _train_benchmark(card: str) -> str:
-    """``<results>/studies/S/models/R/I.json`` -> ``<results>/benchmarks/S/train-R-I.tsv``."""
-    head, study, _, role, index = card.rsplit("/", 4)
-    results = head.removesuffix("/studies")
-    return f"{results}/benchmarks/{study}/train-{role}-{index.removesuffix('.json')}.tsv"
-
-
 def cost_inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
-    """The usual inputs of the listed attacks and the benchmarks of the models they train."""
+    """The usual inputs of the listed attacks and the cards of the models they train."""
     from miarepro.artifacts.builders import score_inputs
 
     files = score_inputs(results, settings, config)
     for study in studies_of(settings, config):
         for attack in settings["attacks"]:
-            files += [_train_benchmark(card) for card in
-                      _model_cards(results, study, config["studies"][study], attack)]
+            files += _model_cards(results, study, config["studies"][study], attack)
     return files
