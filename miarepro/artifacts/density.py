@@ -96,6 +96,8 @@ def hard_nonmember(hinge: np.ndarray, member: np.ndarray) -> int:
 
 def density_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
                    prefix: str) -> None:
+    from scipy import stats  # here, not at the top: planning the DAG reads this module
+
     from miarepro.artifacts.figures import _save, palette, pyplot
     from miarepro.attacks import get_attack
     from miarepro.pipeline import attack_context
@@ -123,7 +125,6 @@ def density_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
             sample, target_score = int(ctx.audit[position]), float(hinge[position])
         one = dataclasses.replace(ctx, audit=np.array([sample]))
         draws, mean, std = conditional(family, one, params)
-        from scipy import stats  # here, not at the top: the DAG reads this module's inputs
         if family == "marginal":
             threshold = float(np.quantile(draws, 1 - ALPHA))
             grid = np.linspace(draws.min(), draws.max(), 400)
