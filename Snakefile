@@ -21,11 +21,18 @@ if "studies" not in config:  # a --configfile replaces the default; --config edi
 miarepro_config.validate(config)
 
 
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/models.smk"
 include: "rules/attacks.smk"
 include: "rules/artifacts.smk"
+
+
+onstart:
+    check_datasets()
 
 
 rule all:

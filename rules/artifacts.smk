@@ -2,8 +2,9 @@ rule table:
     input:
         artifact_inputs,
     output:
-        csv=report("results/artifacts/{name}.csv", category="Tables",
-                   caption="../report/table.rst"),
+        csv=report("results/artifacts/{name}.csv", caption="../report/table.rst",
+                   category=report_category, subcategory=report_subcategory,
+                   labels=report_labels),
         md="results/artifacts/{name}.md",
     wildcard_constraints:
         name=artifacts_of_kind("table"),
@@ -22,8 +23,9 @@ rule figure:
     input:
         artifact_inputs,
     output:
-        png=report("results/artifacts/{name}.png", category="Figures",
-                   caption="../report/figure.rst"),
+        png=report("results/artifacts/{name}.png", caption="../report/figure.rst",
+                   category=report_category, subcategory=report_subcategory,
+                   labels=report_labels),
         pdf="results/artifacts/{name}.pdf",
     wildcard_constraints:
         name=artifacts_of_kind("figure"),
@@ -42,7 +44,9 @@ rule index:
     input:
         artifact_outputs(),
     output:
-        report("results/artifacts/index.md", category="Index", caption="../report/index.rst"),
+        report("results/artifacts/index.md", caption="../report/index.rst",
+               category=artifact_report.ACROSS_PAPERS, subcategory="Index",
+               labels={"artifact": "index", "title": "every artifact of the five papers"}),
     params:
         artifacts=config["artifacts"],
         studies=config["studies"],

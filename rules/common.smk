@@ -2,8 +2,10 @@
 import functools
 import inspect
 import re
+from pathlib import Path
 
 from miarepro.artifacts import builders as artifact_builders
+from miarepro.artifacts import report as artifact_report
 from miarepro.artifacts.results import studies_read
 from miarepro.config import attack_params, model_home, reference_home
 from miarepro.pipeline import fit_paths, loo_model_indices
@@ -22,6 +24,27 @@ wildcard_constraints:
     group=r"\d+",
     index=r"\d+",
     dataset=r"[A-Za-z0-9_.-]+",
+
+
+def check_datasets():
+    """Before the first job: every dataset the run builds whose files are not on disk, all
+    reported at once (:mod:`miarepro.data.preflight`); the run stops if any may not be
+    downloaded."""
+    from snakemake.exceptions import WorkflowError
+    from snakemake.logging import logger
+
+    from miarepro.data import preflight
+
+    building = {job.wildcards["dataset"] for job in workflow.dag.needrun_jobs()
+                if job.rule.name == "dataset"}
+    if not building:
+        return
+    message, blocking = preflight.report(preflight.absent(config, building),
+                                         Path(config["data_dir"]))
+    if blocking:
+        raise WorkflowError(message)
+    if message:
+        logger.info(message)
 
 
 def stored_signature(function):
@@ -193,6 +216,22 @@ def whitebox_params(wildcards):
         return {}
     return {"model": study["model"], "training": study["training"],
             "models": f"{home(wildcards)}/models"}
+
+
+# Snakemake's HTML report (--report): one category per paper, one subcategory per kind
+@stored_signature
+def report_category(wildcards):
+    return artifact_report.category(wildcards.name, config)
+
+
+@stored_signature
+def report_subcategory(wildcards):
+    return artifact_report.subcategory(wildcards.name, config)
+
+
+@stored_signature
+def report_labels(wildcards):
+    return {"artifact": wildcards.name, "title": artifact_report.title(wildcards.name, config)}
 
 
 def artifact_outputs():

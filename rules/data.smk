@@ -1,3 +1,9 @@
+# Dataset jobs run where Snakemake runs (on a cluster: the submit host), as the compute nodes
+# often have no internet for a `download: true` spec; they only read and convert files.
+localrules:
+    dataset,
+
+
 rule dataset:
     output:
         arrays="results/datasets/{dataset}.npz",

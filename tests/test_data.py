@@ -4,6 +4,7 @@ import io
 import json
 import re
 import tarfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -608,3 +609,76 @@ def test_image_like_is_cifar_shaped_seeded_and_learnable():
     means = np.stack([flat[data.y == c].mean(0) for c in range(10)])
     predicted = ((flat[:, None, :] - means[None]) ** 2).sum(-1).argmin(1)
     assert (predicted == data.y).mean() > 0.5
+
+
+def test_preflight_knows_where_every_real_source_reads():
+    from miarepro.data import SOURCES, embedded, preflight, synthetic
+
+    offline = {name for name, loader in SOURCES.items()
+               if loader.__module__ in (embedded.__name__, synthetic.__name__)}
+    assert set(preflight.LOCATIONS) == set(SOURCES) - offline
+
+
+def _preflight_config(root, datasets):
+    study = {"paper": "bmia", "split": {}, "model": {}, "training": {}, "attacks": {}}
+    return {"data_dir": str(root), "datasets": datasets,
+            "studies": {f"s-{name}": {**study, "dataset": name} for name in datasets}}
+
+
+def test_preflight_lists_absent_files_and_accepts_either_alternative(tmp_path):
+    from miarepro.data import preflight
+
+    config = _preflight_config(tmp_path, {
+        "shop": {"source": "purchase100"}, "svhn": {"source": "svhn", "extra": True},
+        "census": {"source": "adult", "download": True}, "digits": {"source": "digits"}})
+    (tmp_path / "svhn").mkdir()
+    for part in ("train", "test"):
+        (tmp_path / "svhn" / f"{part}_32x32.mat").write_bytes(b"")
+    found = {entry.dataset: entry for entry in preflight.absent(config)}
+    assert set(found) == {"shop", "svhn", "census"}  # digits ships with scikit-learn
+    assert found["svhn"].missing == (("svhn/extra_32x32.mat",),)
+    assert found["census"].download and len(found["census"].missing) == 2
+    message, blocking = preflight.report(list(found.values()), tmp_path)
+    assert blocking and "2 dataset(s) are not on disk" in message
+    assert f"- shop (source purchase100, for s-shop): {tmp_path}/purchase100/" in message
+    # the extracted members stand in for the archive; with every file present nothing is absent
+    (tmp_path / "purchase100").mkdir()
+    (tmp_path / "purchase100" / "dataset_purchase").write_bytes(b"")
+    (tmp_path / "svhn" / "extra_32x32.mat").write_bytes(b"")
+    assert [entry.dataset for entry in preflight.absent(config)] == ["census"]
+    assert preflight.report(preflight.absent(config), tmp_path)[1] is False
+    assert preflight.absent(config, datasets=["shop", "svhn"]) == []
+
+
+def test_preflight_checks_the_out_of_distribution_part_too(tmp_path):
+    from miarepro.data import preflight
+
+    config = _preflight_config(tmp_path, {"c10": {"source": "cifar10", "ood": {
+        "source": "cinic10", "subsample": 100}}})
+    (tmp_path / "cifar10" / "cifar-10-batches-py").mkdir(parents=True)
+    (entry,) = preflight.absent(config)
+    assert entry.dataset == "c10 (ood)" and entry.source == "cinic10"
+    assert entry.missing == (("cinic10/test", "cinic10/CINIC-10.tar.gz"),)
+
+
+def test_preflight_command_exits_1_when_a_run_would_stop(tmp_path):
+    import subprocess
+    import sys
+
+    import yaml
+
+    path = tmp_path / "config.yaml"
+    config = yaml.safe_load((Path(__file__).resolve().parent.parent / "config" / "papers"
+                             / "iha.yaml").read_text())
+    config["data_dir"] = str(tmp_path / "data")
+    path.write_text(yaml.safe_dump(config))
+    result = subprocess.run([sys.executable, "-m", "miarepro.data.preflight", str(path)],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr  # the paper config allows downloads
+    assert "will be downloaded" in result.stdout and "purchase100" in result.stdout
+    for spec in config["datasets"].values():
+        spec["download"] = False
+    path.write_text(yaml.safe_dump(config))
+    result = subprocess.run([sys.executable, "-m", "miarepro.data.preflight", str(path)],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 1 and "are not on disk" in result.stdout

@@ -645,3 +645,49 @@ def test_models_and_fits_come_from_the_between_workflow_cache(tmp_path):
         relative = path.relative_to(tmp_path / "first")
         assert f"{relative} from cache" in outputs["second"], relative
         assert (tmp_path / "second" / relative).read_bytes() == path.read_bytes()
+
+
+def test_report_groups_artifacts_by_paper_and_kind_with_captions(workflow):
+    """`snakemake --report`: one category per paper (and one across papers), tables apart from
+    figures, each entry labelled with its checklist title and captioned with the deviations."""
+    import json
+
+    run(workflow, TINY, "--report", str(workflow / "report.html"))
+    html = (workflow / "report.html").read_text()
+
+    def variable(name):
+        start = html.index(f"var {name} = ") + len(f"var {name} = ")
+        return json.JSONDecoder().raw_decode(html[start:])[0]
+
+    categories = variable("categories")
+    bmia = categories["BMIA: Efficient MIAs by Bayesian Neural Network (Liu et al.)"]
+    assert "results/artifacts/BMIA-T1.csv" in bmia["Tables"]
+    assert "results/artifacts/BMIA-F3a.png" in bmia["Figures"]
+    iha = next(files for name, files in categories.items() if name.startswith("IHA"))
+    assert "results/artifacts/IHA-T6.csv" in iha["Tables"]
+    across = categories["All papers: leaderboard, claims, index"]
+    assert {"results/artifacts/claims.csv", "results/artifacts/leaderboard.csv"} <= set(
+        across["Tables"]) and across["Index"] == ["results/artifacts/index.md"]
+    assert '"title": "Table 1: TPR@0.1%/1% FPR and GPU minutes' in html
+    assert "<tt class=\\\"docutils literal\\\">part</tt>: tiny test config</li>" in html
+
+
+def test_missing_datasets_are_reported_together_before_any_job(tmp_path):
+    """Two real datasets absent (one downloadable): the run stops before its first job, naming
+    both absent files and the study that needs each."""
+    config = copy.deepcopy(TINY)
+    config["data_dir"] = str(tmp_path / "data")
+    config["datasets"]["tiny"] = {"source": "cifar10", "ood": TINY["datasets"]["tiny"]["ood"]}
+    config["datasets"]["tiny-tab"] = {"source": "pima", "download": True}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    result = subprocess.run([*SNAKEMAKE, "--directory", str(tmp_path), "--configfile",
+                             str(tmp_path / "config.yaml"), "--cores", "1"],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode != 0
+    assert "1 dataset(s) are not on disk" in result.stderr
+    assert re.search(r"^- tiny \(source cifar10, for .*\bpart, part-ood, wide\): ",
+                     result.stderr, re.M)
+    assert f"{tmp_path}/data/cifar10/cifar-10-batches-py or " in result.stderr
+    assert "1 dataset(s) will be downloaded" in result.stderr
+    assert re.search(r"^- tiny-tab \(source pima, for ", result.stderr, re.M)
+    assert not (tmp_path / "results").exists()

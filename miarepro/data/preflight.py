@@ -1,0 +1,155 @@
+"""Before any job starts: which real datasets are not on disk, reported for all studies at once.
+
+Without this, a paper config on a cluster learns of a missing archive one dataset job at a time,
+each after its queue wait. The check looks only for the files or folders each loader reads
+(never loads or verifies them: the dataset job does that, with checksums) and says, for every
+absent dataset, where to put what and which studies need it. Datasets whose spec allows
+``download: true`` are listed as downloads to come rather than as errors.
+
+Run it by hand before submitting: ``python -m miarepro.data.preflight config/papers/bmia.yaml``.
+The workflow runs it too, once, before its first job.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: MNIST-style sets: torchvision reads the decompressed images file (or decompresses the .gz
+#: it finds when ``download`` is set)
+_IDX = "train-images-idx3-ubyte"
+
+
+def _uci(name: str) -> Callable[..., list[tuple[str, ...]]]:
+    def files(**_: Any) -> list[tuple[str, ...]]:
+        from miarepro.data.uci import TABLES
+
+        return [(f"{name}/{file}",) for file in TABLES[name].files]
+
+    return files
+
+
+def _archive(name: str) -> Callable[..., list[tuple[str, ...]]]:
+    def files(**_: Any) -> list[tuple[str, ...]]:
+        from miarepro.data import tabular_archives
+
+        archive = getattr(tabular_archives, name.upper())
+        extracted = tuple(f"{name}/{member}" for member in archive.members)
+        return [(f"{name}/{archive.filename}", *extracted[:1])] + [
+            (f"{name}/{archive.filename}", member) for member in extracted[1:]]
+
+    return files
+
+
+#: Per real source, what it reads under the data directory: a list of requirements, each a
+#: tuple of alternatives (any one present will do).
+LOCATIONS: dict[str, Callable[..., list[tuple[str, ...]]]] = {
+    "cifar10": lambda **_: [("cifar10/cifar-10-batches-py", "cifar10/cifar-10-python.tar.gz")],
+    "cifar100": lambda **_: [("cifar100/cifar-100-python", "cifar100/cifar-100-python.tar.gz")],
+    "mnist": lambda **_: [(f"mnist/MNIST/raw/{_IDX}", f"mnist/MNIST/raw/{_IDX}.gz")],
+    "fashion_mnist": lambda **_: [(f"fashion_mnist/FashionMNIST/raw/{_IDX}",
+                                   f"fashion_mnist/FashionMNIST/raw/{_IDX}.gz")],
+    "svhn": lambda extra=False, **_: [(f"svhn/{part}_32x32.mat",)
+                                      for part in ("train", "test", *(("extra",) * extra))],
+    "purchase100": _archive("purchase100"),
+    "texas100": _archive("texas100"),
+    "cinic10": lambda part="test", **_: [(f"cinic10/{part}", "cinic10/CINIC-10.tar.gz")],
+    "openml_task": lambda task, **_: [(f"openml/task-{task}.csv",)],
+    "acs": lambda year=2018, **_: [(f"acs/{year}/1-Year",)],
+    "adult": _uci("adult"),
+    "pima": _uci("pima"),
+    "hepatitis": _uci("hepatitis"),
+    "german_credit": _uci("german_credit"),
+    "lfw": lambda **_: [("lfw/lfw_home",)],
+}
+
+
+@dataclass(frozen=True)
+class Absent:
+    """A dataset (or its out-of-distribution part) some of whose files are not on disk."""
+
+    dataset: str
+    source: str
+    missing: tuple[tuple[str, ...], ...]  # requirements with no alternative present
+    download: bool
+    studies: tuple[str, ...]
+
+    def describe(self, root: Path) -> str:
+        paths = "; ".join(" or ".join(str(root / path) for path in alternatives)
+                          for alternatives in self.missing)
+        return (f"- {self.dataset} (source {self.source}, for {', '.join(self.studies)}): "
+                f"{paths}")
+
+
+def _absent_parts(name: str, spec: Mapping[str, Any], root: Path,
+                  studies: tuple[str, ...]) -> Iterable[Absent]:
+    options = {key: value for key, value in spec.items() if key not in ("source", "ood")}
+    locate = LOCATIONS.get(spec["source"])
+    if locate is not None:  # embedded and generated sources need no files
+        missing = tuple(alternatives for alternatives in locate(**options)
+                        if not any((root / path).exists() for path in alternatives))
+        if missing:
+            yield Absent(name, spec["source"], missing, bool(spec.get("download")), studies)
+    if isinstance(spec.get("ood"), Mapping):
+        yield from _absent_parts(f"{name} (ood)", spec["ood"], root, studies)
+
+
+def absent(config: Mapping[str, Any], datasets: Iterable[str] | None = None) -> list[Absent]:
+    """The datasets among ``datasets`` (default: every dataset a study uses) whose files are
+    not under the config's ``data_dir``."""
+    root = Path(config.get("data_dir", "data"))
+    users: dict[str, list[str]] = {}
+    for study_name, study in config["studies"].items():
+        if "dataset" in study:
+            users.setdefault(study["dataset"], []).append(study_name)
+    wanted = sorted(users if datasets is None else datasets)
+    return [part for name in wanted
+            for part in _absent_parts(name, config["datasets"][name], root,
+                                      tuple(users.get(name, ())))]
+
+
+def report(found: list[Absent], root: Path) -> tuple[str, bool]:
+    """A message listing every absent dataset, and whether the run must stop (some absent
+    dataset may not be downloaded)."""
+    blocking = [entry for entry in found if not entry.download]
+    downloads = [entry for entry in found if entry.download]
+    lines = []
+    if blocking:
+        lines += [f"{len(blocking)} dataset(s) are not on disk and their specs do not allow "
+                  "`download: true`. Put these files or folders in place, or set "
+                  "`download: true` in the dataset's spec (config/README.md names each "
+                  "source's origin):",
+                  *(entry.describe(root) for entry in blocking)]
+    if downloads:
+        lines += [f"{len(downloads)} dataset(s) will be downloaded by their dataset jobs, which "
+                  "run on the machine that runs Snakemake (it needs internet):",
+                  *(entry.describe(root) for entry in downloads)]
+    return "\n".join(lines), bool(blocking)
+
+
+def main(argv: list[str]) -> int:
+    """``python -m miarepro.data.preflight CONFIG.yaml``: exit 1 if a run would stop."""
+    from miarepro import config as config_module
+    from miarepro.io import read_yaml
+
+    if len(argv) != 1:
+        print(__doc__.strip().splitlines()[0], "\nusage: python -m miarepro.data.preflight "
+              "CONFIG.yaml", file=sys.stderr)
+        return 2
+    config = read_yaml(Path(argv[0]).read_text())
+    try:
+        config_module.validate(config)
+    except config_module.ConfigError as error:
+        print(error, file=sys.stderr)
+        return 2
+    root = Path(config.get("data_dir", "data"))
+    message, blocking = report(absent(config), root)
+    print(message or f"every dataset of {argv[0]} is under {root}/")
+    return int(blocking)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
