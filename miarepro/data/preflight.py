@@ -33,13 +33,12 @@ def _uci(name: str) -> Callable[..., list[tuple[str, ...]]]:
 
 
 def _archive(name: str) -> Callable[..., list[tuple[str, ...]]]:
-    def files(**_: Any) -> list[tuple[str, ...]]:
+    def files(**_: Any) -> list[tuple[str, ...]]:  # the archive, or every member extracted
         from miarepro.data import tabular_archives
 
         archive = getattr(tabular_archives, name.upper())
-        extracted = tuple(f"{name}/{member}" for member in archive.members)
-        return [(f"{name}/{archive.filename}", *extracted[:1])] + [
-            (f"{name}/{archive.filename}", member) for member in extracted[1:]]
+        return [(f"{name}/{archive.filename}", f"{name}/{member}")
+                for member in archive.members]
 
     return files
 
