@@ -2,7 +2,6 @@
 import functools
 import inspect
 import re
-from pathlib import Path
 
 from miarepro.artifacts import builders as artifact_builders
 from miarepro.artifacts import report as artifact_report
@@ -39,8 +38,7 @@ def check_datasets():
                 if job.rule.name == "dataset"}
     if not building:
         return
-    message, blocking = preflight.report(preflight.absent(config, building),
-                                         Path(config["data_dir"]))
+    message, blocking = preflight.report(preflight.absent(config, building))
     if blocking:
         raise WorkflowError(message)
     if message:

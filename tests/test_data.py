@@ -636,9 +636,9 @@ def test_preflight_lists_absent_files_and_accepts_either_alternative(tmp_path):
         (tmp_path / "svhn" / f"{part}_32x32.mat").write_bytes(b"")
     found = {entry.dataset: entry for entry in preflight.absent(config)}
     assert set(found) == {"shop", "svhn", "census"}  # digits ships with scikit-learn
-    assert found["svhn"].missing == (("svhn/extra_32x32.mat",),)
+    assert found["svhn"].missing == ((tmp_path / "svhn/extra_32x32.mat",),)
     assert found["census"].download and len(found["census"].missing) == 2
-    message, blocking = preflight.report(list(found.values()), tmp_path)
+    message, blocking = preflight.report(list(found.values()))
     assert blocking and "2 dataset(s) are not on disk" in message
     assert f"- shop (source purchase100, for s-shop): {tmp_path}/purchase100/" in message
     # the extracted members stand in for the archive; with every file present nothing is absent
@@ -646,7 +646,7 @@ def test_preflight_lists_absent_files_and_accepts_either_alternative(tmp_path):
     (tmp_path / "purchase100" / "dataset_purchase").write_bytes(b"")
     (tmp_path / "svhn" / "extra_32x32.mat").write_bytes(b"")
     assert [entry.dataset for entry in preflight.absent(config)] == ["census"]
-    assert preflight.report(preflight.absent(config), tmp_path)[1] is False
+    assert preflight.report(preflight.absent(config))[1] is False
     assert preflight.absent(config, datasets=["shop", "svhn"]) == []
 
 
@@ -658,7 +658,7 @@ def test_preflight_checks_the_out_of_distribution_part_too(tmp_path):
     (tmp_path / "cifar10" / "cifar-10-batches-py").mkdir(parents=True)
     (entry,) = preflight.absent(config)
     assert entry.dataset == "c10 (ood)" and entry.source == "cinic10"
-    assert entry.missing == (("cinic10/test", "cinic10/CINIC-10.tar.gz"),)
+    assert entry.missing == ((tmp_path / "cinic10/test", tmp_path / "cinic10/CINIC-10.tar.gz"),)
 
 
 def test_preflight_command_exits_1_when_a_run_would_stop(tmp_path):

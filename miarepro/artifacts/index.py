@@ -6,12 +6,13 @@ from typing import Any
 
 from miarepro import io
 from miarepro.artifacts.builders import BUILDERS
+from miarepro.artifacts.results import studies_of
 
 
 def status(artifact_id: str, entry: dict[str, Any], config: dict[str, Any]) -> str:
     if artifact_id in config["artifacts"]:
         settings = config["artifacts"][artifact_id]
-        studies = (settings.get("studies", list(config["studies"]))
+        studies = (studies_of(settings, config)
                    if BUILDERS[settings["builder"]].reads_studies else [])
         deviations = sorted({d for s in studies for d in config["studies"][s]["deviations"]}
                             | set(settings.get("deviations", [])))

@@ -12,6 +12,7 @@ from typing import Any
 
 from miarepro.artifacts.builders import BUILDERS
 from miarepro.artifacts.catalog import load_catalog
+from miarepro.artifacts.results import studies_of
 
 #: Report category of each paper, in the checklist's order.
 PAPERS = {
@@ -32,8 +33,7 @@ def paper_of(name: str, config: dict[str, Any]) -> str | None:
     if name in catalog:
         return catalog[name]["paper"]
     settings = config["artifacts"][name]
-    studies = (settings.get("studies", list(config["studies"]))
-               if BUILDERS[settings["builder"]].reads_studies else [])
+    studies = studies_of(settings, config) if BUILDERS[settings["builder"]].reads_studies else []
     papers = {config["studies"][study]["paper"] for study in studies}
     return papers.pop() if len(papers) == 1 and papers <= set(PAPERS) else None
 

@@ -18,29 +18,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from miarepro.data import cinic, tabular_archives, uci
+
 #: MNIST-style sets: torchvision reads the decompressed images file (or decompresses the .gz
 #: it finds when ``download`` is set)
 _IDX = "train-images-idx3-ubyte"
 
 
-def _uci(name: str) -> Callable[..., list[tuple[str, ...]]]:
-    def files(**_: Any) -> list[tuple[str, ...]]:
-        from miarepro.data.uci import TABLES
-
-        return [(f"{name}/{file}",) for file in TABLES[name].files]
-
-    return files
+def _uci(table: uci.Table) -> Callable[..., list[tuple[str, ...]]]:
+    return lambda **_: [(f"{table.name}/{file}",) for file in table.files]
 
 
-def _archive(name: str) -> Callable[..., list[tuple[str, ...]]]:
-    def files(**_: Any) -> list[tuple[str, ...]]:  # the archive, or every member extracted
-        from miarepro.data import tabular_archives
-
-        archive = getattr(tabular_archives, name.upper())
-        return [(f"{name}/{archive.filename}", f"{name}/{member}")
-                for member in archive.members]
-
-    return files
+def _archive(archive: tabular_archives.Archive) -> Callable[..., list[tuple[str, ...]]]:
+    """The archive, or every member extracted."""
+    folder = archive.name
+    return lambda **_: [(f"{folder}/{archive.filename}", f"{folder}/{member}")
+                        for member in archive.members]
 
 
 #: Per real source, what it reads under the data directory: a list of requirements, each a
@@ -53,15 +46,15 @@ LOCATIONS: dict[str, Callable[..., list[tuple[str, ...]]]] = {
                                    f"fashion_mnist/FashionMNIST/raw/{_IDX}.gz")],
     "svhn": lambda extra=False, **_: [(f"svhn/{part}_32x32.mat",)
                                       for part in ("train", "test", *(("extra",) * extra))],
-    "purchase100": _archive("purchase100"),
-    "texas100": _archive("texas100"),
-    "cinic10": lambda part="test", **_: [(f"cinic10/{part}", "cinic10/CINIC-10.tar.gz")],
+    "purchase100": _archive(tabular_archives.PURCHASE100),
+    "texas100": _archive(tabular_archives.TEXAS100),
+    "cinic10": lambda part="test", **_: [(f"cinic10/{part}", f"cinic10/{cinic.ARCHIVE}")],
     "openml_task": lambda task, **_: [(f"openml/task-{task}.csv",)],
     "acs": lambda year=2018, **_: [(f"acs/{year}/1-Year",)],
-    "adult": _uci("adult"),
-    "pima": _uci("pima"),
-    "hepatitis": _uci("hepatitis"),
-    "german_credit": _uci("german_credit"),
+    "adult": _uci(uci.ADULT),
+    "pima": _uci(uci.PIMA),
+    "hepatitis": _uci(uci.HEPATITIS),
+    "german_credit": _uci(uci.GERMAN_CREDIT),
     "lfw": lambda **_: [("lfw/lfw_home",)],
 }
 
@@ -72,13 +65,12 @@ class Absent:
 
     dataset: str
     source: str
-    missing: tuple[tuple[str, ...], ...]  # requirements with no alternative present
+    missing: tuple[tuple[Path, ...], ...]  # requirements with no alternative present
     download: bool
     studies: tuple[str, ...]
 
-    def describe(self, root: Path) -> str:
-        paths = "; ".join(" or ".join(str(root / path) for path in alternatives)
-                          for alternatives in self.missing)
+    def describe(self) -> str:
+        paths = "; ".join(" or ".join(map(str, alternatives)) for alternatives in self.missing)
         return (f"- {self.dataset} (source {self.source}, for {', '.join(self.studies)}): "
                 f"{paths}")
 
@@ -88,8 +80,9 @@ def _absent_parts(name: str, spec: Mapping[str, Any], root: Path,
     options = {key: value for key, value in spec.items() if key not in ("source", "ood")}
     locate = LOCATIONS.get(spec["source"])
     if locate is not None:  # embedded and generated sources need no files
-        missing = tuple(alternatives for alternatives in locate(**options)
-                        if not any((root / path).exists() for path in alternatives))
+        required = [tuple(root / path for path in alternatives)
+                    for alternatives in locate(**options)]
+        missing = tuple(paths for paths in required if not any(map(Path.exists, paths)))
         if missing:
             yield Absent(name, spec["source"], missing, bool(spec.get("download")), studies)
     if isinstance(spec.get("ood"), Mapping):
@@ -98,8 +91,8 @@ def _absent_parts(name: str, spec: Mapping[str, Any], root: Path,
 
 def absent(config: Mapping[str, Any], datasets: Iterable[str] | None = None) -> list[Absent]:
     """The datasets among ``datasets`` (default: every dataset a study uses) whose files are
-    not under the config's ``data_dir``."""
-    root = Path(config.get("data_dir", "data"))
+    not under the (validated) config's ``data_dir``."""
+    root = Path(config["data_dir"])
     users: dict[str, list[str]] = {}
     for study_name, study in config["studies"].items():
         if "dataset" in study:
@@ -110,7 +103,7 @@ def absent(config: Mapping[str, Any], datasets: Iterable[str] | None = None) -> 
                                       tuple(users.get(name, ())))]
 
 
-def report(found: list[Absent], root: Path) -> tuple[str, bool]:
+def report(found: list[Absent]) -> tuple[str, bool]:
     """A message listing every absent dataset, and whether the run must stop (some absent
     dataset may not be downloaded)."""
     blocking = [entry for entry in found if not entry.download]
@@ -121,11 +114,11 @@ def report(found: list[Absent], root: Path) -> tuple[str, bool]:
                   "`download: true`. Put these files or folders in place, or set "
                   "`download: true` in the dataset's spec (config/README.md names each "
                   "source's origin):",
-                  *(entry.describe(root) for entry in blocking)]
+                  *(entry.describe() for entry in blocking)]
     if downloads:
         lines += [f"{len(downloads)} dataset(s) will be downloaded by their dataset jobs, which "
                   "run on the machine that runs Snakemake (it needs internet):",
-                  *(entry.describe(root) for entry in downloads)]
+                  *(entry.describe() for entry in downloads)]
     return "\n".join(lines), bool(blocking)
 
 
@@ -144,9 +137,8 @@ def main(argv: list[str]) -> int:
     except config_module.ConfigError as error:
         print(error, file=sys.stderr)
         return 2
-    root = Path(config.get("data_dir", "data"))
-    message, blocking = report(absent(config), root)
-    print(message or f"every dataset of {argv[0]} is under {root}/")
+    message, blocking = report(absent(config))
+    print(message or f"every dataset of {argv[0]} is under {config['data_dir']}/")
     return int(blocking)
 
 
