@@ -12,13 +12,13 @@ os.environ.update(PYTHONPATH=workflow.basedir)
 from miarepro import config as miarepro_config  # noqa: E402
 
 
-if "studies" not in config:  # a --configfile replaces the default; --config edits it
+if "studies" not in config and "include" not in config:  # a --configfile replaces the default
 
     configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 
-miarepro_config.validate(config)
+miarepro_config.validate(config)  # merges in the configs it includes (config/papers/all.yaml)
 
 
 report: "report/workflow.rst"

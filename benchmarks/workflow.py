@@ -80,8 +80,9 @@ def main() -> None:
         distinct = {(i["train_indices_sha256"], i["seed"],
                      json.dumps([i["architecture"], i["recipe"]], sort_keys=True))
                     for i in infos}
-        rows.append(("training jobs / models / distinct (data, seed, architecture, recipe)",
-                     f"{jobs.get('train', 0)} / {len(cards)} / {len(distinct)}"))
+        planned = jobs.get("train", 0) + 10 * jobs.get("train_tens", 0)
+        rows.append(("models planned / trained / distinct (data, seed, architecture, recipe)",
+                     f"{planned} / {len(cards)} / {len(distinct)}"))
         train_seconds = sum(i["train_seconds"] for i in infos)
         rows.append(("sum of in-job training seconds", f"{train_seconds:.0f} s"))
         benches = (work / "results" / "benchmarks").glob("*/score-*.tsv")

@@ -22,7 +22,8 @@ WORKFLOW_KEYS = frozenset(
      "paper_setting", "reference_study"}
 )
 #: What a study with ``models_from`` takes from its source: the models and how they were made.
-INHERITED = ("dataset", "split", "model", "training", "targets", "queries")
+INHERITED = ("dataset", "split", "model", "training", "targets", "queries",
+             "ten_per_job")
 
 
 class ConfigError(ValueError):
@@ -48,7 +49,11 @@ def load_schema() -> dict[str, Any]:
 
 
 def validate(config: dict[str, Any]) -> dict[str, Any]:
-    """Validate ``config`` in place (filling defaults) and return it; raise ConfigError."""
+    """Validate ``config`` in place (filling defaults, merging in the configs it ``include``s:
+    :mod:`miarepro.includes`) and return it; raise ConfigError."""
+    from miarepro import includes  # it builds on this module
+
+    includes.resolve(config)
     _inherit_models(config)
     validator = _with_defaults(jsonschema.Draft202012Validator)(load_schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))

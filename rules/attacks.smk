@@ -32,6 +32,7 @@ rule fit:
     output:
         multiext("results/studies/{study}/fits/{fit}/{group}", arrays=".npz", card=".json"),
     params:
+        group="{group}",  # the cache key (see rule train)
         fit=fit_settings,
         model=study_value("model"),
         recipe=study_value("training"),

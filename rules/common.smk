@@ -15,8 +15,10 @@ from miarepro.splits import reference_indices
 RESULTS = "results"  # outputs live under the working directory (see --directory)
 ENV = "../envs/miarepro.yaml"
 
+STUDY = "[a-z0-9][a-z0-9-]*"
+
 wildcard_constraints:
-    study="[a-z0-9][a-z0-9-]*",
+    study=STUDY,
     attack="[a-z0-9][a-z0-9-]*",
     role="target|reference|loo",
     fit=r"[A-Za-z0-9_=.-]+",
@@ -133,6 +135,28 @@ def retry_memory(wildcards, attempt):
 @stored_signature
 def study_runtime(wildcards):
     return study_resources(wildcards)["train_runtime_min"]
+
+
+@stored_signature
+def ten_runtimes(wildcards):
+    return 10 * study_runtime(wildcards)
+
+
+def trained_ten_per_job(bundled: bool) -> str:
+    """The study-name pattern of the train_tens jobs (``bundled``): each study whose
+    ``ten_per_job`` lists roles, followed by one of them; or of the train jobs: any study,
+    except there.
+
+    No file may match both rules: Snakemake would build both candidate jobs of every such
+    model before a ruleorder discarded one, which doubled the planning time of
+    config/papers/all.yaml. The lookaheads see the path after the study's name."""
+    pairs = "|".join(
+        rf"{re.escape(name)}(?=/models/(?:{'|'.join(study['ten_per_job'])})/)"
+        for name, study in config["studies"].items()
+        if study["ten_per_job"] and "models_from" not in study)
+    if bundled:
+        return pairs or "^$"
+    return rf"(?!(?:{pairs})){STUDY}" if pairs else STUDY
 
 
 def code(*entries):

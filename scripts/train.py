@@ -7,8 +7,15 @@ from miarepro import compat, pipeline  # noqa: E402
 
 compat.eager_optimizers()  # this process never compiles: skip torch.compile's 1.5 s import
 
-pipeline.train(
-    sm.input.dataset, sm.input.split, sm.wildcards.role, int(sm.wildcards.index),
-    sm.params.architecture, sm.params.recipe, sm.params.queries,
-    model_path=sm.output.model, signals_path=sm.output.signals, threads=sm.threads,
-)
+if "tens" in sm.wildcards.keys():  # rule train_tens: models {tens}0 to {tens}9
+    prefix = sm.output[0][: -len("0.pt")]
+    models = [(int(f"{sm.wildcards.tens}{k}"), f"{prefix}{k}.pt", f"{prefix}{k}.npy")
+              for k in range(10)]
+else:
+    models = [(int(sm.wildcards.index), sm.output.model, sm.output.signals)]
+for index, model_path, signals_path in models:
+    pipeline.train(
+        sm.input.dataset, sm.input.split, sm.wildcards.role, index,
+        sm.params.architecture, sm.params.recipe, sm.params.queries,
+        model_path=model_path, signals_path=signals_path, threads=sm.threads,
+    )

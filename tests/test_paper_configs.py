@@ -1,6 +1,7 @@
-"""The paper-scale configs: each DAG builds in a dry run with the models the papers' settings
-imply (BMIA: a target and 8 reference models per repetition, never more), and training and fit
-jobs ask for memory and time that follow their model."""
+"""The paper-scale configs and all five as one (config/papers/all.yaml): each DAG builds in a
+dry run with the models the papers' settings imply (BMIA: a target and 8 reference models per
+repetition, never more), and training and fit jobs ask for memory and time that follow their
+model."""
 
 import re
 import resource
@@ -12,9 +13,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from miarepro import config as miarepro_config
+
 ROOT = Path(__file__).resolve().parent.parent
 PAPERS = ("bmia", "qmia", "iha", "subpop", "stolen-memories")
 SMALL = {"mlp", "cnn", "lenet", "catboost"}
+TRAINING = ("train", "train_tens")  # one model a job, or ten (a study's ten_per_job roles)
 
 
 def _children_cpu_seconds() -> float:
@@ -24,7 +28,7 @@ def _children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-@pytest.fixture(scope="module", params=PAPERS)
+@pytest.fixture(scope="module", params=(*PAPERS, "all"))
 def plan(request, tmp_path_factory):
     """(config, CPU seconds, jobs): every planned job as (rule, wildcards, resources)."""
     path = ROOT / "config" / "papers" / f"{request.param}.yaml"
@@ -41,8 +45,22 @@ def plan(request, tmp_path_factory):
         fields = dict(re.findall(r"^    (wildcards|resources): (.*)$", block, re.M))
         parse = lambda text: dict(item.split("=", 1) for item in text.split(", ") if "=" in item)  # noqa: E731
         jobs.append((rule, parse(fields.get("wildcards", "")), parse(fields.get("resources", ""))))
-    config = yaml.safe_load(path.read_text())
+    config = miarepro_config.validate(yaml.safe_load(path.read_text()))  # all.yaml: included
     return config, seconds, jobs
+
+
+def models_trained(jobs) -> Counter:
+    """(study, role): models its training jobs make."""
+    trained: Counter = Counter()
+    for rule, wildcards, _ in jobs:
+        if rule in TRAINING:
+            trained[(wildcards["study"], wildcards["role"])] += 10 if rule == "train_tens" else 1
+    return trained
+
+
+def rounded(count: int, role: str, study: dict) -> int:
+    """``count`` models of ``role``, trained ten to a job where the study says so."""
+    return -(-count // 10) * 10 if role in study["ten_per_job"] else count
 
 
 def test_the_dag_builds_within_the_dry_run_budget(plan):
@@ -53,19 +71,21 @@ def test_the_dag_builds_within_the_dry_run_budget(plan):
 
 
 def test_each_study_trains_its_targets_and_no_more_references_than_its_attacks_use(plan):
+    """Models ten to a job round each role's count up to a multiple of ten, no further."""
     config, _, jobs = plan
-    trained = Counter((w["study"], w["role"]) for rule, w, _ in jobs if rule == "train")
+    trained = models_trained(jobs)
     for name, study in config["studies"].items():
         if "models_from" in study:
             assert (name, "target") not in trained
             continue
-        targets = study.get("targets", 1)
-        assert trained[(name, "target")] == targets, name
+        targets = study["targets"]
+        assert trained[(name, "target")] == rounded(targets, "target", study), name
         used = max([a.get("n_reference", 0) for owner, other in config["studies"].items()
                     for a in other["attacks"].values()
                     if a.get("reference_study", other.get("models_from", owner)) == name] + [0])
         per_group = targets if study["split"]["scheme"] == "partition" else 1
-        assert trained[(name, "reference")] <= used * per_group, name
+        assert trained[(name, "reference")] <= rounded(used, "reference", study) * per_group, \
+            name
         if study["paper"] == "bmia":  # at most the paper's 8 per repetition, all of them used
             assert used <= 8 and trained[(name, "reference")] == used * targets, name
 
@@ -75,11 +95,11 @@ def test_large_models_ask_for_more_memory_and_time_than_small_ones(plan):
     config, _, jobs = plan
     sizes: dict[str, set[tuple[int, int]]] = {"small": set(), "other": set()}
     for rule, wildcards, resources in jobs:
-        if rule not in ("train", "fit"):
+        if rule not in (*TRAINING, "fit"):
             continue
         arch = config["studies"][wildcards["study"]]["model"]["arch"]
-        sizes["small" if arch in SMALL else "other"].add(
-            (int(resources["mem_mb"]), int(resources["runtime"])))
+        per_model = int(resources["runtime"]) // (10 if rule == "train_tens" else 1)
+        sizes["small" if arch in SMALL else "other"].add((int(resources["mem_mb"]), per_model))
     if sizes["small"] and sizes["other"]:
         assert max(sizes["small"]) <= min(sizes["other"]), sizes
     heavy = [resources for rule, wildcards, resources in jobs if rule == "train" and re.search(

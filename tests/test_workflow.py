@@ -645,6 +645,48 @@ def test_models_and_fits_come_from_the_between_workflow_cache(tmp_path):
         relative = path.relative_to(tmp_path / "first")
         assert f"{relative} from cache" in outputs["second"], relative
         assert (tmp_path / "second" / relative).read_bytes() == path.read_bytes()
+    # every model is its own, not another model of the study with the same recipe and data
+    for path in models:
+        card = yaml.safe_load(path.with_suffix(".json").read_text())
+        assert f"{card['role']}/{card['index']}" == f"{path.parent.name}/{path.stem}", path
+
+
+def test_reference_models_ten_to_a_job_are_the_models_trained_alone(tmp_path):
+    """``ten_per_job: [reference]``: one job makes references 10k to 10k+9, the same models
+    (seeds, weights, signals) as a job each would, and Snakemake's cache keeps the bundle."""
+    config = copy.deepcopy(TINY)
+    part = {**config["studies"]["part"], "targets": 1,
+            "attacks": {"lira": {"attack": "lira", "mode": "offline", "n_reference": 11}}}
+    del part["regime"]  # its baseline attack is not here
+    config.update(studies={"part": part}, artifacts={"leaderboard": {"builder": "leaderboard"}},
+                  datasets={"tiny": config["datasets"]["tiny"]})
+    bundled = {**config, "studies": {"part": {**part, "ten_per_job": ["reference"]}}}
+    (tmp_path / "first").mkdir()
+    jobs = planned_jobs(tmp_path / "first", bundled)
+    assert jobs.get("train_tens") == 2 and jobs.get("train") == 1, jobs  # 20 models
+    env = {**os.environ, "SNAKEMAKE_OUTPUT_CACHE": str(tmp_path / "cache")}
+    (tmp_path / "cache").mkdir()
+    outputs = {}
+    for checkout, settings in (("first", bundled), ("second", bundled), ("alone", config)):
+        (tmp_path / checkout).mkdir(exist_ok=True)
+        (tmp_path / checkout / "config.yaml").write_text(yaml.safe_dump(settings))
+        result = subprocess.run(
+            [*SNAKEMAKE, "--directory", str(tmp_path / checkout), "--configfile",
+             str(tmp_path / checkout / "config.yaml"), "--cores", "2", "--cache"],
+            capture_output=True, text=True, env=env, check=False)
+        assert result.returncode == 0, result.stderr[-3000:]
+        outputs[checkout] = result.stdout + result.stderr
+    models = tmp_path / "first" / "results/studies/part/models/reference"
+    assert sorted(int(p.stem) for p in models.glob("*.pt")) == list(range(20))
+    for index in (0, 9, 10):  # the first and last of a bundle, the first of the next
+        relative = f"results/studies/part/models/reference/{index}"
+        assert f"{relative}.pt from cache" in outputs["second"], relative
+        alone = np.load(tmp_path / "alone" / f"{relative}.npy")
+        np.testing.assert_array_equal(np.load(models / f"{index}.npy"), alone)
+        seed = yaml.safe_load((models / f"{index}.json").read_text())["seed"]
+        assert seed == yaml.safe_load((tmp_path / "alone" / f"{relative}.json").read_text()
+                                      )["seed"]
+    assert not (tmp_path / "alone" / "results/studies/part/models/reference/11.pt").exists()
 
 
 def test_report_groups_artifacts_by_paper_and_kind_with_captions(workflow):
