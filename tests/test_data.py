@@ -212,6 +212,65 @@ def test_cinic10_reads_class_folders_and_leaves_out_cifar_images(tmp_path):
                             root=tmp_path)) == 6
 
 
+def test_imagenet_reads_wnid_folders_centre_cropped_to_the_resolution(tmp_path):
+    from PIL import Image
+
+    with pytest.raises(DatasetUnavailable, match=r"ILSVRC2012_img_train\.tar and "
+                                                 r"ILSVRC2012_devkit_t12\.tar\.gz"):
+        load_dataset({"source": "imagenet"}, root=tmp_path)
+    # three classes, three JPEGs each: landscape images, blue in the middle square and red in
+    # the margins a centre crop removes; portrait images green
+    for wnid in ("n01440764", "n01443537", "n01484850"):
+        folder = tmp_path / "imagenet" / "train" / wnid
+        folder.mkdir(parents=True)
+        for k in range(3):
+            image = np.zeros((40, 80, 3), dtype=np.uint8)
+            image[:, :, 0] = 255
+            image[:, 20:60] = (0, 0, 255)
+            if k == 2:
+                image = np.full((60, 30, 3), (0, 255, 0), dtype=np.uint8)
+            Image.fromarray(image).save(folder / f"{wnid}_{k}.JPEG", quality=95)
+    (tmp_path / "imagenet" / "train" / "n01440764" / "notes.txt").write_text("not an image")
+    data = load_dataset({"source": "imagenet", "resolution": 8}, root=tmp_path)
+    assert data.X.shape == (9, 3, 8, 8) and data.n_classes == 3
+    assert list(data.y) == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    blue, green = data.X[0], data.X[2]
+    assert blue[2].min() > 0.85 and blue[0].max() < 0.15  # no red margin left
+    assert green[1].min() > 0.85 and green[[0, 2]].max() < 0.15
+    assert data.meta["wnids"] == ["n01440764", "n01443537", "n01484850"]
+    subset = load_dataset({"source": "imagenet", "resolution": 8, "classes": 2,
+                           "per_class": 2}, root=tmp_path)
+    assert list(subset.y) == [0, 0, 1, 1] and subset.n_classes == 2
+    np.testing.assert_array_equal(subset.X[:2], data.X[:2])
+    with pytest.raises(ValueError, match="classes: 1001 is outside"):
+        check_spec({"source": "imagenet", "classes": 1001})
+
+
+def test_imagenet_archives_are_verified_and_extracted_by_torchvision(tmp_path, monkeypatch):
+    """With the archives and no folders, torchvision's ImageNet (MD5 check, extraction) runs."""
+    from miarepro.compat import ensure_torchvision
+    from miarepro.data import imagenet
+
+    ensure_torchvision()
+    import torchvision.datasets
+
+    folder = tmp_path / "imagenet"
+    folder.mkdir()
+    for name in (imagenet.ARCHIVES["val"], imagenet.DEVKIT):
+        (folder / name).write_bytes(b"archive")
+    calls = []
+
+    def extract(root, split):
+        calls.append((root, split))
+        (Path(root) / split / "n01440764").mkdir(parents=True)
+        from PIL import Image
+        Image.new("RGB", (20, 20)).save(Path(root) / split / "n01440764" / "a.JPEG")
+
+    monkeypatch.setattr(torchvision.datasets, "ImageNet", extract)
+    data = load_dataset({"source": "imagenet", "part": "val", "resolution": 8}, root=tmp_path)
+    assert calls == [(str(folder), "val")] and data.X.shape == (1, 3, 8, 8)
+
+
 def test_relabel_odd_even(loaded):
     dataset = load_dataset({"source": "digits", "relabel": "odd_even"})
     np.testing.assert_array_equal(dataset.y, loaded["digits"].y % 2)

@@ -23,6 +23,7 @@ import numpy as np
 from miarepro.data import (
     cinic,
     embedded,
+    imagenet,
     lfw,
     synthetic,
     tabular_archives,
@@ -58,6 +59,7 @@ SOURCES: dict[str, Callable[..., Dataset]] = {
     "purchase100": tabular_archives.purchase100,
     "texas100": tabular_archives.texas100,
     "cinic10": cinic.cinic10,
+    "imagenet": imagenet.imagenet,
     "openml_task": tabular_benchmarks.openml_task,
     "acs": tabular_benchmarks.acs,
     "adult": uci.adult,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from miarepro.data import cinic, tabular_archives, uci
+from miarepro.data import cinic, imagenet, tabular_archives, uci
 
 #: MNIST-style sets: torchvision reads the decompressed images file (or decompresses the .gz
 #: it finds when ``download`` is set)
@@ -49,6 +49,9 @@ LOCATIONS: dict[str, Callable[..., list[tuple[str, ...]]]] = {
     "purchase100": _archive(tabular_archives.PURCHASE100),
     "texas100": _archive(tabular_archives.TEXAS100),
     "cinic10": lambda part="test", **_: [(f"cinic10/{part}", f"cinic10/{cinic.ARCHIVE}")],
+    "imagenet": lambda part="train", **_: [
+        (f"imagenet/{part}", f"imagenet/{archive}")
+        for archive in (imagenet.ARCHIVES[part], imagenet.DEVKIT)],
     "openml_task": lambda task, **_: [(f"openml/task-{task}.csv",)],
     "acs": lambda year=2018, **_: [(f"acs/{year}/1-Year",)],
     "adult": _uci(uci.ADULT),
