@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 from report import emit  # benchmarks/report.py (a script's folder is on sys.path)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,11 +79,13 @@ def main() -> None:
         rows.append(("default run, cold, 2 cores", f"{run_seconds:.0f} s"))
         cards = sorted((work / "results" / "studies").glob("*/models/*/*.json"))
         infos = [json.loads(c.read_text()) for c in cards]
-        distinct = {(i["train_indices_sha256"], i["seed"],
-                     json.dumps([i["architecture"], i["recipe"]], sort_keys=True))
-                    for i in infos}
+        studies = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["studies"]
+        distinct = {(studies[card.parents[2].name]["dataset"], i["train_indices_sha256"],
+                     i["seed"], json.dumps([i["architecture"], i["recipe"]], sort_keys=True))
+                    for card, i in zip(cards, infos, strict=True)}
         planned = jobs.get("train", 0) + 10 * jobs.get("train_tens", 0)
-        rows.append(("models planned / trained / distinct (data, seed, architecture, recipe)",
+        rows.append(("models planned / trained / distinct (dataset, training indices, seed, "
+                     "architecture, recipe)",
                      f"{planned} / {len(cards)} / {len(distinct)}"))
         train_seconds = sum(i["train_seconds"] for i in infos)
         rows.append(("sum of in-job training seconds", f"{train_seconds:.0f} s"))

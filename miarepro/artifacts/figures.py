@@ -170,12 +170,15 @@ def grid_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pre
 
     Rows are the listed studies (one target architecture each); an attack of a row takes its
     reference model from its ``reference_study`` (the column) or, without one, from its own
-    study (the diagonal). Cells show the estimate and its 95% interval; a row's best cell is
-    framed, and the title counts the rows whose matched reference is best, the paper's claim.
+    study (the diagonal). A listed study may audit another's models (``models_from``): its
+    column is then the one of the study whose models it audits. Cells show the estimate and its
+    95% interval; a row's best cell is framed, and the title counts the rows whose matched
+    reference is best, the paper's claim.
     """
-    from miarepro.config import reference_home
+    from miarepro.config import model_home, reference_home
 
     studies = studies_of(settings, config)
+    column_of = {model_home(s, config["studies"][s]): s for s in studies}
     (metric,) = settings["metrics"]
     scale = uncertainty.percent_scale(metric)
     values = pd.DataFrame(np.nan, index=studies, columns=studies)
@@ -185,7 +188,8 @@ def grid_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pre
         for attack in settings["attacks"]:
             if attack not in study_config["attacks"]:
                 continue
-            column = reference_home(study, study_config, study_config["attacks"][attack])
+            home = reference_home(study, study_config, study_config["attacks"][attack])
+            column = column_of.get(home, home)
             row = res.estimate_columns(metric, res.attack_estimates(RESULTS, study,
                                                                     attack)[metric])
             text.loc[study, column] = res.format_estimate(row, metric).replace(" [", "\n[")
