@@ -46,11 +46,10 @@ def union(parts: dict[str, dict[str, Any]], settled: Collection[str] = ()) -> di
     """One config running every part's studies and artifacts (parts keyed by a short name);
     the top-level keys in ``settled`` are the including config's to set, so parts may differ.
 
-    A dataset is built once under its first name; a dataset name two parts define differently
-    gets the part's name as a prefix; the metrics'
-    FPR grids are joined and the larger bootstrap kept; a study whose dataset and training
-    equal an earlier study's audits that study's models (``models_from``) instead of training
-    them again.
+    A dataset is built once, under its first name; a name two parts give different datasets
+    gets the part's name as a prefix. The metrics' FPR grids are joined and the larger
+    bootstrap kept. A study whose dataset and training equal an earlier study's audits that
+    study's models (``models_from``) instead of training them again.
     """
     merged: dict[str, Any] = {"datasets": {}, "studies": {}, "artifacts": {}}
     defined_by: dict[str, tuple[set[str], list[str]]] = {}  # part: its artifacts and studies
