@@ -41,7 +41,7 @@ rule fit:
     resources:
         gpu=config["resources"]["train_gpus"],
         mem_mb=retry_memory,  # memory and time follow the study's model
-        runtime=study_runtime,
+        runtime=fit_runtime,
         slurm_partition=config["resources"]["gpu_partition"],
     cache: True
     log:

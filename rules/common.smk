@@ -142,6 +142,12 @@ def ten_runtimes(wildcards):
     return 10 * study_runtime(wildcards)
 
 
+@stored_signature
+def fit_runtime(wildcards):
+    resources = study_resources(wildcards)
+    return resources.get("fit_runtime_min", resources["train_runtime_min"])
+
+
 def trained_ten_per_job(bundled: bool) -> str:
     """The study-name pattern of the train_tens jobs (``bundled``): each study whose
     ``ten_per_job`` lists roles, followed by one of them; or of the train jobs: any study,
