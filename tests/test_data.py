@@ -368,6 +368,43 @@ def test_fetch_without_a_pinned_checksum_still_downloads(tmp_path):
     assert fetch(source.as_uri(), tmp_path / "copy.bin", None).read_bytes() == b"abc"
 
 
+def test_an_interrupted_fetch_resumes_where_it_stopped(tmp_path):
+    """The partial file of a download cut off halfway is completed by a Range request, and a
+    source that cannot resume (a file: URL) sends the whole file again."""
+    import http.server
+    import threading
+
+    data = bytes(range(256)) * 400
+    ranges = []
+
+    class Server(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # http.server's name for it
+            start = int(self.headers.get("Range", "bytes=0-")[6:-1])
+            ranges.append(start)
+            self.send_response(206 if start else 200)
+            self.send_header("Content-Length", str(len(data) - start))
+            self.end_headers()
+            self.wfile.write(data[start:])
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Server)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        destination = tmp_path / "file.bin"
+        (tmp_path / ".file.bin.part").write_bytes(data[:40000])
+        url = f"http://127.0.0.1:{server.server_port}/file.bin"
+        assert fetch(url, destination, _sha256(data)).read_bytes() == data
+        assert ranges == [40000] and sorted(p.name for p in tmp_path.iterdir()) == ["file.bin"]
+    finally:
+        server.shutdown()
+    source = tmp_path / "remote.bin"
+    source.write_bytes(data)
+    (tmp_path / ".again.bin.part").write_bytes(b"stale bytes")
+    assert fetch(source.as_uri(), tmp_path / "again.bin", _sha256(data)).read_bytes() == data
+
+
 def test_require_file_names_path_source_and_checksum(tmp_path):
     missing = tmp_path / "data" / "archive.tgz"
     with pytest.raises(DatasetUnavailable) as error:

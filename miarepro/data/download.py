@@ -2,20 +2,20 @@
 
 Nothing is downloaded unless a dataset spec says ``download: true``: cluster nodes often have no
 internet and a silent multi-gigabyte download inside a training job is worse than an immediate
-error that names the file to put in place. Downloads go to a temporary name in the destination
-folder and are renamed only after their SHA-256 matched, so an interrupted or tampered download
-never looks like a usable file.
+error that names the file to put in place. Downloads go to a hidden partial file in the
+destination folder, resume from it after an interruption, and are renamed only after their
+SHA-256 matched, so an interrupted or tampered download never looks like a usable file.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import os
-import tempfile
+import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 _CHUNK = 1 << 20
@@ -49,36 +49,61 @@ def verify_sha256(path: str | os.PathLike[str], sha256: str) -> None:
 
 def fetch(url: str, destination: str | os.PathLike[str], sha256: str | None,
           timeout: float = 60.0) -> Path:
-    """Download ``url`` to ``destination`` atomically, verifying its SHA-256 when one is known.
+    """Download ``url`` to ``destination``, resuming an interrupted download, verifying its
+    SHA-256 when one is known.
 
+    The bytes go to ``.<name>.part`` beside ``destination``, renamed only once the whole file
+    is there and its digest matched. A download cut off (network error, killed job) leaves
+    that partial file, and the next call asks the server for the rest (an HTTP Range request;
+    a server that ignores it sends the whole file again). A checksum mismatch deletes it.
     ``sha256=None`` is allowed for sources whose digest could not be confirmed; the digest of
-    what arrived is then logged so that it can be pinned. On any failure (network error,
-    checksum mismatch, interruption) no file is left behind at or next to ``destination``.
+    what arrived is then logged so that it can be pinned. Two jobs fetching one file take
+    turns (a lock on the partial file): the second finds the file in place.
     """
+    import fcntl
+
     destination = Path(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=destination.parent,
-                                         prefix=f".{destination.name}.", suffix=".part")
-    try:
-        digest = hashlib.sha256()
-        with (os.fdopen(handle, "wb") as out,
-              urllib.request.urlopen(url, timeout=timeout) as response):
-            while chunk := response.read(_CHUNK):
-                digest.update(chunk)
-                out.write(chunk)
-        actual = digest.hexdigest()
+    partial = destination.with_name(f".{destination.name}.part")
+    with open(partial, "ab") as out:
+        fcntl.flock(out, fcntl.LOCK_EX)
+        if destination.exists():  # another job fetched it while this one waited
+            if out.tell() == 0:
+                partial.unlink(missing_ok=True)
+            return destination
+        _download(url, out, timeout)
+        actual = sha256_of(partial)
         if sha256 is None:
             log.warning("no checksum pinned for %s; the downloaded file has sha256 %s",
                         url, actual)
         elif actual != sha256.lower():
+            partial.unlink()
             raise _mismatch(destination, sha256.lower(), actual, url)
-        os.replace(temporary, destination)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
+        os.replace(partial, destination)
     log.info("downloaded %s to %s", url, destination)
     return destination
+
+
+def _download(url: str, out: Any, timeout: float) -> None:
+    """Append the rest of ``url`` to ``out`` (open for appending at its end)."""
+    offset = out.tell()
+    headers = {"Range": f"bytes={offset}-"} if offset else {}
+    try:
+        response = urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+                                          timeout=timeout)
+    except urllib.error.HTTPError as error:
+        if error.code == 416 and offset:  # nothing left to send: the file is complete
+            return
+        raise
+    with response:
+        if offset and getattr(response, "status", None) != 206:
+            log.info("%s sends the whole file again (no resume); starting over", url)
+            out.truncate(0)
+        elif offset:
+            log.info("resuming %s at byte %d", url, offset)
+        while chunk := response.read(_CHUNK):
+            out.write(chunk)
+        out.flush()
 
 
 def require_file(path: str | os.PathLike[str], sha256: str | None = None,
