@@ -113,6 +113,23 @@ def test_large_models_ask_for_more_memory_and_time_than_small_ones(plan):
         assert int(resources["mem_mb"]) >= 64000 and int(resources["runtime"]) >= 1440
 
 
+def test_bundles_ask_for_ten_models_time_and_fits_for_their_own(plan):
+    """A train_tens job asks for ten times its study's per-model time; a fit job for the
+    study's fit_runtime_min where it sets one, else the training time."""
+    config, _, jobs = plan
+    checked = 0
+    for rule, wildcards, resources in jobs:
+        if rule not in ("train_tens", "fit"):
+            continue
+        study = config["studies"][wildcards["study"]]
+        own = {**config["resources"], **study.get("resources", {})}
+        expected = (10 * own["train_runtime_min"] if rule == "train_tens"
+                    else own.get("fit_runtime_min", own["train_runtime_min"]))
+        assert int(resources["runtime"]) == expected, (rule, wildcards)
+        checked += 1
+    assert checked
+
+
 def test_the_gpu_smoke_config_fits_every_attack_side_model(tmp_path):
     """config/smoke-gpu.yaml: one ResNet-18 epoch on generated images and one fit of each
     attack-side model family, with no download."""
