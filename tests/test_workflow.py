@@ -617,6 +617,24 @@ def test_editing_a_module_reruns_only_the_jobs_that_run_it(workflow, tmp_path):
         assert after.get(rule, 0) == before.get(rule, 0), (rule, before, after)
 
 
+def run_with_cache(tmp_path: Path, checkouts: dict[str, dict]) -> dict[str, str]:
+    """Run each config in its own directory (a checkout), in order, all sharing one
+    between-workflow cache (`--cache`); return each run's output."""
+    env = {**os.environ, "SNAKEMAKE_OUTPUT_CACHE": str(tmp_path / "cache")}
+    (tmp_path / "cache").mkdir()
+    outputs = {}
+    for checkout, config in checkouts.items():
+        (tmp_path / checkout).mkdir(exist_ok=True)
+        (tmp_path / checkout / "config.yaml").write_text(yaml.safe_dump(config))
+        result = subprocess.run(
+            [*SNAKEMAKE, "--directory", str(tmp_path / checkout), "--configfile",
+             str(tmp_path / checkout / "config.yaml"), "--cores", "2", "--cache"],
+            capture_output=True, text=True, env=env, check=False)
+        assert result.returncode == 0, result.stderr[-3000:]
+        outputs[checkout] = result.stdout + result.stderr
+    return outputs
+
+
 def test_models_and_fits_come_from_the_between_workflow_cache(tmp_path):
     """Snakemake's own cache (`--cache`, `SNAKEMAKE_OUTPUT_CACHE`): a second checkout of the
     same config takes every model and fit from the first one's cache instead of retraining.
@@ -626,18 +644,7 @@ def test_models_and_fits_come_from_the_between_workflow_cache(tmp_path):
     part["attacks"] = {k: v for k, v in part["attacks"].items() if k in ("attack-p", "bmia")}
     config.update(studies={"part": part}, artifacts={"leaderboard": {"builder": "leaderboard"}},
                   datasets={"tiny": config["datasets"]["tiny"]})
-    env = {**os.environ, "SNAKEMAKE_OUTPUT_CACHE": str(tmp_path / "cache")}
-    (tmp_path / "cache").mkdir()
-    outputs = {}
-    for checkout in ("first", "second"):
-        (tmp_path / checkout).mkdir()
-        (tmp_path / checkout / "config.yaml").write_text(yaml.safe_dump(config))
-        result = subprocess.run(
-            [*SNAKEMAKE, "--directory", str(tmp_path / checkout), "--configfile",
-             str(tmp_path / checkout / "config.yaml"), "--cores", "2", "--cache"],
-            capture_output=True, text=True, env=env, check=False)
-        assert result.returncode == 0, result.stderr[-3000:]
-        outputs[checkout] = result.stdout + result.stderr
+    outputs = run_with_cache(tmp_path, {"first": config, "second": config})
     models = sorted((tmp_path / "first" / "results/studies/part/models").rglob("*.pt"))
     fits = sorted((tmp_path / "first" / "results/studies/part/fits").rglob("*.npz"))
     assert models and fits
@@ -664,18 +671,7 @@ def test_reference_models_ten_to_a_job_are_the_models_trained_alone(tmp_path):
     (tmp_path / "first").mkdir()
     jobs = planned_jobs(tmp_path / "first", bundled)
     assert jobs.get("train_tens") == 2 and jobs.get("train") == 1, jobs  # 20 models
-    env = {**os.environ, "SNAKEMAKE_OUTPUT_CACHE": str(tmp_path / "cache")}
-    (tmp_path / "cache").mkdir()
-    outputs = {}
-    for checkout, settings in (("first", bundled), ("second", bundled), ("alone", config)):
-        (tmp_path / checkout).mkdir(exist_ok=True)
-        (tmp_path / checkout / "config.yaml").write_text(yaml.safe_dump(settings))
-        result = subprocess.run(
-            [*SNAKEMAKE, "--directory", str(tmp_path / checkout), "--configfile",
-             str(tmp_path / checkout / "config.yaml"), "--cores", "2", "--cache"],
-            capture_output=True, text=True, env=env, check=False)
-        assert result.returncode == 0, result.stderr[-3000:]
-        outputs[checkout] = result.stdout + result.stderr
+    outputs = run_with_cache(tmp_path, {"first": bundled, "second": bundled, "alone": config})
     models = tmp_path / "first" / "results/studies/part/models/reference"
     assert sorted(int(p.stem) for p in models.glob("*.pt")) == list(range(20))
     for index in (0, 9, 10):  # the first and last of a bundle, the first of the next
