@@ -18,8 +18,9 @@ from miarepro import io
 from miarepro.config import INHERITED, ConfigError, load_schema
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
-#: What decides the models a study trains: studies agreeing on all of it share their models.
-TRAINING = ("split", "model", "training", "targets", "queries", "ten_per_job")
+#: What decides the models a study trains besides its dataset (compared by its spec): what a
+#: ``models_from`` study takes from its source. Studies agreeing on all of it share models.
+TRAINING = tuple(key for key in INHERITED if key != "dataset")
 
 
 def resolve(config: dict[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ rule train:
     resources:
         gpu=config["resources"]["train_gpus"],
         mem_mb=retry_memory,  # memory and time follow the study's model
-        runtime=study_runtime,
+        runtime=training_runtime,  # ten times the study's per-model time for train_tens
         slurm_partition=config["resources"]["gpu_partition"],
     cache: True
     wildcard_constraints:
@@ -42,11 +42,6 @@ use rule train as train_tens with:
     output:
         multiext("results/studies/{study}/models/{role}/{tens}",
                  *(f"{k}{ext}" for k in range(10) for ext in (".pt", ".json", ".npy"))),
-    resources:
-        gpu=config["resources"]["train_gpus"],
-        mem_mb=retry_memory,
-        runtime=ten_runtimes,
-        slurm_partition=config["resources"]["gpu_partition"],
     wildcard_constraints:
         study=trained_ten_per_job(bundled=True),
         tens=r"\d*",  # empty for models 0 to 9
