@@ -1,6 +1,7 @@
-"""Subpop's costs and its generator, on the default config's ``subpop-mnist`` study.
+"""Subpop's costs and its generator, on a study of the default config (``subpop-mnist``).
 
-    .venv/bin/python benchmarks/subpop.py [--shadows 4] [--threads 2] [--ablation] [--out FILE]
+    .venv/bin/python benchmarks/subpop.py [--study subpop-mnist] [--shadows 4] [--threads 2]
+        [--new-samples 2] [--ablation] [--out FILE]
 
 Builds the study in a temporary folder with the workflow's own functions (dataset, split,
 victim and ``--shadows`` shadow models, the BiGAN fits), then reports:
@@ -11,6 +12,10 @@ victim and ``--shadows`` shadow models, the BiGAN fits), then reports:
 - scoring seconds per audited record (30 crafted records each) for ``subpop``, ``yeom`` and
   ``sablayrolles`` (the latter two on saved logits);
 - the share of crafted records the victim gives the target's predicted class, per noise scale;
+- Sablayrolles et al. on ``--new-samples`` records no shadow model has seen: the paper's 15 new
+  IN shadow models trained for each (on a random half of the shadow pool plus the record), their
+  measured seconds per new sample (Table 3's "training time per new sample"), and the record's
+  score from those IN shadows and the existing OUT ones;
 - with ``--ablation``: the subpopulation attack's AUC under other generator budgets (epochs,
   learning rate, the cosine-similarity term), to show whether the miniature's result depends
   on how well the BiGAN is trained.
@@ -31,15 +36,17 @@ from report import emit  # benchmarks/report.py (a script's folder is on sys.pat
 
 ROOT = Path(__file__).resolve().parents[1]
 BETAS = (0.01, 0.05, 0.1, 0.2, 0.5, 1.0)
+NEW_IN_SHADOWS = 15  # Subpop §A.2: Sablayrolles et al. train 15 new IN shadows per new sample
 ABLATION = ({"epochs": 10}, {"epochs": 60}, {"lr": 2e-4}, {"cosine_weight": 10.0})
 
 
-def build_study(folder: Path, shadows: int, threads: int) -> tuple[dict, object, list[float]]:
-    """The default config's subpop-mnist study on disk; its config, files and shadow seconds."""
+def build_study(folder: Path, name: str, shadows: int, threads: int
+                ) -> tuple[dict, object, list[float]]:
+    """The default config's study ``name`` on disk; its config, files and shadow seconds."""
     from miarepro import io, pipeline
 
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    study = config["studies"]["subpop-mnist"]
+    study = config["studies"][name]
     dataset, split = str(folder / "data.npz"), str(folder / "split.npz")
     pipeline.make_dataset(config["datasets"][study["dataset"]], str(ROOT / "data"), dataset)
     pipeline.make_split(dataset, study["split"], split)
@@ -89,9 +96,52 @@ def class_kept(files, fit, rng: np.random.Generator) -> list[float]:
             .argmax(1).numpy() == np.repeat(own, 10))) for beta in BETAS]
 
 
+def new_sample_costs(files, shadows: int, records: int, in_shadows: int
+                     ) -> list[tuple[int, bool, float, float]]:
+    """Sablayrolles et al. per new sample: ``in_shadows`` shadow models trained with the record
+    (each on a random half of the shadow pool without it, plus it) for ``records`` audited
+    records, members and non-members in turn. Per record: its index, membership, the seconds
+    of those trainings and its score (the midpoint of the new IN and the existing OUT shadows'
+    mean losses minus the target's loss, as :func:`miarepro.attacks.calibrated.sablayrolles`)."""
+    from miarepro import signals
+    from miarepro.training import predict_logits, train_model
+
+    rng = np.random.default_rng(0)
+    X, y = files.features(), files.labels()
+    trained = [set(files.training_indices("reference", i)) for i in range(shadows)]
+    pool = np.array(sorted(set().union(*trained)))
+    size = len(trained[0])
+    members = set(files.training_indices("target", 0))
+    audit = files.parts(0)["audit"]
+
+    def loss(model, record: int) -> float:
+        logits = predict_logits(model, X[[record]])[0].astype(np.float64)
+        return float(signals.cross_entropy(logits, y[[record]])[0])
+
+    out = []
+    for k in range(records):
+        is_member = k % 2 == 0
+        record = int(rng.choice([r for r in audit if (r in members) == is_member]))
+        start = time.perf_counter()
+        in_models = [train_model(X, y, np.sort(np.append(rng.choice(
+            pool[pool != record], size - 1, replace=False), record)), files.architecture,
+            files.recipe(), files.card["n_classes"], int(rng.integers(2**31))).model
+            for _ in range(in_shadows)]
+        seconds = time.perf_counter() - start
+        out_losses = [loss(files.load_model("reference", i), record)
+                      for i in range(shadows) if record not in trained[i]]
+        tau = 0.5 * (np.mean([loss(m, record) for m in in_models]) + np.mean(out_losses))
+        out.append((record, is_member, seconds, tau - loss(files.load_model("target", 0), record)))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--study", default="subpop-mnist", help="a Subpop study of the default "
+                        "config (subpop-mnist, subpop-mnist-lenet)")
     parser.add_argument("--shadows", type=int, default=4, help="shadow models to time (>= 2)")
+    parser.add_argument("--new-samples", type=int, default=2,
+                        help="records to train Sablayrolles's 15 new IN shadow models for")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--ablation", action="store_true")
     parser.add_argument("--out", type=Path)
@@ -105,7 +155,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        study, files, shadow_seconds = build_study(folder, args.shadows, args.threads)
+        study, files, shadow_seconds = build_study(folder, args.study, args.shadows,
+                                                   args.threads)
         entries = study["attacks"]
         spec = get_attack("subpop")
         fit_params = spec.split_params({k: v for k, v in entries["subpop"].items()
@@ -131,6 +182,13 @@ def main() -> None:
         lines.append("| crafted records keeping the victim's class, per β | "
                      + ", ".join(f"{b:g}: {100 * k:.0f}%" for b, k in zip(BETAS, kept,
                                                                            strict=True)) + " |")
+        for record, is_member, seconds, score in new_sample_costs(
+                files, args.shadows, args.new_samples, NEW_IN_SHADOWS):
+            kind = "member" if is_member else "non-member"
+            ratio = seconds / (NEW_IN_SHADOWS * np.mean(shadow_seconds))
+            lines.append(f"| Sablayrolles, new sample {record} ({kind}): {NEW_IN_SHADOWS} IN "
+                         f"shadows | {seconds:.1f} s ({ratio:.2f}x {NEW_IN_SHADOWS} x the mean "
+                         f"shadow; score {score:+.3f}) |")
         if args.ablation:
             ctx = context(folder, files, "subpop", 0)
             for change in ABLATION:
@@ -138,7 +196,7 @@ def main() -> None:
                 ctx = dataclasses.replace(ctx, fit=variant)
                 auc = metrics.auc(ctx.target_mask[ctx.audit], get_attack("subpop").fn(ctx))
                 lines.append(f"| subpop AUC with {change} | {auc:.3f} (fit {seconds:.0f} s) |")
-    emit(["# Subpop: the BiGAN against the shadow models", "", *lines], args.out)
+    emit([f"# Subpop ({args.study}): the BiGAN against the shadow models", "", *lines], args.out)
 
 
 if __name__ == "__main__":

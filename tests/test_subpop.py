@@ -121,10 +121,8 @@ def test_natural_subpopulations_and_yeom_by_hand(study):
                        _loss(logits[members], y[members]).mean() - own, atol=1e-9)
 
 
-@pytest.fixture(scope="module")
-def fitted(study):
-    """Subpop's BiGAN fit, with the victim's weights before and after."""
-    files, _ = study
+def _fit_watching_the_victim(files, attack="subpop", **settings):
+    """A BiGAN fit, with the victim's weights before it and the modules the fit trained against."""
     before = {k: v.clone() for k, v in files.load_model("target", 0).state_dict().items()}
     victim = files.load_model
     seen = []
@@ -136,20 +134,52 @@ def fitted(study):
 
     files.load_model = load_model
     try:
-        arrays, info = get_attack("subpop").fit(files, 0, **SMALL_GAN)
+        arrays, info = get_attack(attack).fit(files, 0, **settings)
     finally:
         del files.load_model
     return arrays, info, before, seen
 
 
-def test_bigan_training_leaves_the_victim_bit_identical(fitted):
-    arrays, info, before, seen = fitted
+def _assert_untouched(before, seen):
     assert seen, "the fit never loaded the victim"
     for model in seen:
         for name, value in model.state_dict().items():
             assert torch.equal(value, before[name]), name
+
+
+@pytest.fixture(scope="module")
+def fitted(study):
+    """Subpop's BiGAN fit, with the victim's weights before and after."""
+    return _fit_watching_the_victim(study[0], **SMALL_GAN)
+
+
+def test_bigan_training_leaves_the_victim_bit_identical(fitted):
+    arrays, info, before, seen = fitted
+    _assert_untouched(before, seen)
     assert info["latent"] == ARCHITECTURE["widths"][-1]
     assert len(arrays["log_cosine"]) == SMALL_GAN["epochs"]
+
+
+def test_the_convolutional_bigan_inverts_a_lenet_victim_without_touching_it(tmp_path):
+    """The LeNet path of the default run: the conv BiGAN on the victim's 84-d latent, with the
+    cosine term, leaves the victim bit-identical and crafts images of the input's shape."""
+    dataset, split = str(tmp_path / "data.npz"), str(tmp_path / "split.npz")
+    pipeline.make_dataset({"source": "digits", "layout": "mnist"}, str(tmp_path), dataset)
+    pipeline.make_split(dataset, {"scheme": "balanced", "seed": 0, "population_fraction": 0.4},
+                        split)
+    lenet, recipe = {"arch": "lenet"}, {"optimizer": "adam", "lr": 1e-2, "epochs": 2,
+                                        "batch_size": 64}
+    pipeline.train(dataset, split, "target", 0, lenet, recipe, [],
+                   str(tmp_path / "models" / "target" / "0.pt"),
+                   str(tmp_path / "models" / "target" / "0.npy"))
+    files = pipeline.StudyFiles(dataset, split, str(tmp_path / "models"), lenet, recipe)
+    arrays, info, before, seen = _fit_watching_the_victim(
+        files, networks="conv", generator_widths=[16, 8, 8, 4],
+        discriminator_widths=[8, 16, 16, 32], cosine_weight=10.0, epochs=2, lr=1e-3)
+    _assert_untouched(before, seen)
+    assert info["latent"] == 84 and len(arrays["log_cosine"]) == 2
+    generator = trained_networks(arrays)[0]
+    assert generator(torch.zeros(3, 84)).shape == (3, 1, 28, 28)
 
 
 def test_crafted_records_keep_the_victims_class_at_small_noise(study, fitted):

@@ -102,7 +102,9 @@ def training_costs(name: str, settings: dict[str, Any], config: dict[str, Any],
            ["Minutes of training each attack needs before it can score (CPU of this run; the "
             "paper's are minutes on one RTX 2080 Ti). Shadow-model attacks: our shadows' "
             "measured minutes, and their mean scaled to the paper's 30 shadows (all targets "
-            "known) and 15 new IN shadows (Sablayrolles et al., per new sample). Ours: the "
+            "known) and 15 new IN shadows (Sablayrolles et al., per new sample; "
+            "`benchmarks/subpop.py` trains those 15 for a few new records and times them). "
+            "Ours: the "
             "BiGAN fit, once per victim. 'Ours without BiGAN' is read as the natural "
             "subpopulation, which trains nothing."])
 

@@ -136,11 +136,14 @@ def fit_subpop_blackbox(study: StudyHandle, group: int, networks: Networks = "ml
                         discriminator_widths: Widths | None = None, latent: Count | None = None,
                         epochs: Count = 30, gan_epochs: Annotated[int, Range(0)] = 0,
                         batch_size: Count = 64, lr: Positive = 2e-4,
+                        cosine_weight: Annotated[float, Range(0)] = 0.0,
                         ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """The black-box variant's standard BiGAN: its own encoder to a ``latent``-d code (default
-    the paper's 100 for MLP, 84 for convolutional networks); the victim is not read."""
+    the paper's 100 for MLP, 84 for convolutional networks); the victim is not read. Its
+    ``cosine_weight`` ties ``E(G(z))`` to ``z`` (the white-box fit ties ``h(G(z))``)."""
     return _fit_bigan(study, group, True, networks, generator_widths,
-                      discriminator_widths, latent, epochs, gan_epochs, batch_size, lr)
+                      discriminator_widths, latent, epochs, gan_epochs, batch_size, lr,
+                      cosine_weight)
 
 
 def trained_networks(fit: dict[str, np.ndarray]) -> tuple[Any, Any]:
