@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -275,3 +277,34 @@ def test_the_convolutional_networks_fit_the_image(shape):
     images = generator(z)
     assert images.shape == (2, *shape) and discriminator(images, z).shape == (2,)
     assert encoder(images).shape == (2, 84)
+
+
+def test_table_3_costs_from_the_cards_by_hand(tmp_path, monkeypatch):
+    """Shadow cards of 60, 120, 60, 120 s (mean 1.5 min) and a BiGAN fit of 30 s: all targets
+    known, 6 min measured (45 at the paper's 30); per new sample, Sablayrolles et al. retrain
+    the 2 IN shadows (3 min; 22.5 at the paper's 15), Watson et al. and ours nothing."""
+    import yaml
+
+    from miarepro import config as configuration
+    from miarepro import io
+    from miarepro.artifacts.subpop_artifacts import cost_inputs, training_costs
+
+    root = Path(__file__).resolve().parents[1]
+    config = configuration.validate(yaml.safe_load((root / "config" / "config.yaml").read_text()))
+    settings = {"builder": "training_costs", "studies": ["subpop-mnist"]}
+    monkeypatch.chdir(tmp_path)
+    for path in cost_inputs("results", settings, config):
+        seconds = 30.0 if "/fits/" in path else 60.0 * (1 + int(path[-6]) % 2)
+        io.write_json(path, {"train_seconds": seconds, "fit_seconds": seconds})
+    training_costs("SUB-T3", settings, config, "SUB-T3")
+    table = pd.read_csv("SUB-T3.csv").set_index(["attack", "setting"])
+    expected = {("sablayrolles", "all_targets_known"): (6.0, 45.0, 46.37),
+                ("sablayrolles", "per_new_sample"): (3.0, 22.5, 23.185),
+                ("watson", "per_new_sample"): (0.0, 0.0, 0.0),
+                ("subpop", "all_targets_known"): (0.5, 0.5, 4.97),
+                ("subpop", "per_new_sample"): (0.0, 0.0, 0.0)}
+    for key, values in expected.items():
+        row = table.loc[key]
+        assert (row.ours_minutes, row.ours_minutes_at_paper_counts,
+                row.paper_gpu_minutes) == pytest.approx(values), key
+    assert table.loc[("sablayrolles", "per_new_sample")].trained == "2 new IN shadow models"
