@@ -13,9 +13,7 @@ if "tens" in sm.wildcards.keys():  # rule train_tens: models {tens}0 to {tens}9
               for k in range(10)]
 else:
     models = [(int(sm.wildcards.index), sm.output.model, sm.output.signals)]
-for index, model_path, signals_path in models:
-    pipeline.train(
-        sm.input.dataset, sm.input.split, sm.wildcards.role, index,
-        sm.params.architecture, sm.params.recipe, sm.params.queries,
-        model_path=model_path, signals_path=signals_path, threads=sm.threads,
-    )
+pipeline.train_several(
+    sm.input.dataset, sm.input.split, sm.wildcards.role, models,
+    sm.params.architecture, sm.params.recipe, sm.params.queries, threads=sm.threads,
+)
