@@ -294,7 +294,7 @@ def test_table_3_costs_from_the_cards_by_hand(tmp_path, monkeypatch):
     settings = {"builder": "training_costs", "studies": ["subpop-mnist"]}
     monkeypatch.chdir(tmp_path)
     for path in cost_inputs("results", settings, config):
-        seconds = 30.0 if "/fits/" in path else 60.0 * (1 + int(path[-6]) % 2)
+        seconds = 30.0 if "/fits/" in path else 60.0 * (1 + int(Path(path).stem) % 2)
         io.write_json(path, {"train_seconds": seconds, "fit_seconds": seconds})
     training_costs("SUB-T3", settings, config, "SUB-T3")
     table = pd.read_csv("SUB-T3.csv").set_index(["attack", "setting"])
