@@ -34,7 +34,7 @@ from scipy.special import log_softmax, softmax
 
 Structure = Literal["kron", "diag", "full"]
 PriorMethod = Literal["marglik", "validation"]
-PROBIT_GRID = np.logspace(-4, 4, 21)  # laplace-torch's default grid for validation tuning
+PROBIT_GRID = np.logspace(-4, 4, 100)  # laplace-torch 0.3's default validation grid: 100 points
 FULL_LIMIT = 25000  # parameters: the full GGN is a dense P x P matrix (25,000: 5 GB)
 
 

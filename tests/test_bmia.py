@@ -85,8 +85,7 @@ def test_validation_prior_picks_laplace_torchs_grid_point(head):
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*validation),
                                          batch_size=30)
     la.optimize_prior_precision(method="gridsearch", val_loader=loader, pred_type="glm",
-                                link_approx="probit", grid_size=21, log_prior_prec_min=-4,
-                                log_prior_prec_max=4, progress_bar=False)
+                                link_approx="probit", progress_bar=False)  # its defaults
     posterior = ours(head, "kron", "validation",
                      (validation[0].numpy(), validation[1].numpy()))
     assert posterior.prior_precision == pytest.approx(float(la.prior_precision), rel=1e-6)
