@@ -123,7 +123,8 @@ def leaderboard(name: str, settings: dict[str, Any], config: dict[str, Any], pre
         table["paper_dataset"] = study_config.get("paper_dataset")
         table[f"paper_{ranking}"] = [
             paper_number(study_config["paper"], study_config.get("paper_dataset"),
-                         row.paper_attack, row.paper_setting, ranking)
+                         row.paper_attack, row.paper_setting, ranking,
+                         study_config.get("paper_model"))
             for row in table.itertuples()]
         table["scale"] = scale_note(config, study_config)
         frames.append(table.sort_values([f"{ranking}_resolvable", ranking],

@@ -193,12 +193,14 @@ def paper_values_of(artifact: str) -> pd.DataFrame:
     return paper_values(artifact)
 
 
-def paper_number(paper: str, dataset, attack, setting, metric: str) -> float | None:
-    """The paper's first printed number for one (dataset, attack, setting, metric) cell."""
+def paper_number(paper: str, dataset, attack, setting, metric: str,
+                 model: str | None = None) -> float | None:
+    """The paper's first printed number for one (dataset, attack, setting, metric) cell, for
+    the paper's ``model`` where a table has a row per target model."""
     values = paper_values()
     prefixes = tuple(f"{prefix}-" for prefix, name in PAPERS.items() if name == paper)
     return paper_value(values[values["artifact"].str.startswith(prefixes)], dataset, attack,
-                        setting, metric)
+                        setting, metric, model)
 
 
 def for_model(papers: pd.DataFrame, model: str | None) -> pd.DataFrame:

@@ -39,7 +39,8 @@ def regime_rows(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                             res.estimate_columns(metric, estimates[metric]).items()})
                 paper = catalog.paper_number(
                     study_config["paper"], study_config.get("paper_dataset"),
-                    attack.get("paper_attack"), attack.get("paper_setting"), metric)
+                    attack.get("paper_attack"), attack.get("paper_setting"), metric,
+                    study_config.get("paper_model"))
                 ours = row[f"baseline_{metric}"] * uncertainty.percent_scale(
                     metric, study_config["paper"])
                 row[f"paper_baseline_{metric}"] = paper
