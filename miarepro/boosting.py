@@ -12,6 +12,7 @@ Every model is seeded, never writes ``catboost_info/`` and uses the thread count
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -103,10 +104,18 @@ def train_target(X: np.ndarray, y: np.ndarray, n_classes: int, spec: dict[str, A
 
 
 def fit_quantiles(X: np.ndarray, scores: np.ndarray, head: str, taus: np.ndarray,
-                  recipe: dict[str, Any], seed: int) -> Any:
-    """QMIA's tabular regressor. Returns ``X -> (n, 2)`` ``(mu, log sigma)`` for the Gaussian
-    head (``RMSEWithUncertainty``, whose second output is the variance) or ``(n, L)`` quantiles
-    (``MultiQuantile``; CatBoost needs levels strictly inside (0, 1), so 0 becomes 1e-4)."""
+                  recipe: dict[str, Any], seed: int, X_val: np.ndarray,
+                  loss_of: Callable[[np.ndarray], float]
+                  ) -> tuple[Callable, list[float], str]:
+    """QMIA's tabular regressor, cut to the number of trees with the lowest validation loss.
+
+    ``loss_of`` scores raw outputs on ``X_val``: ``(n, 2)`` ``(mu, log sigma)`` for the
+    Gaussian head (``RMSEWithUncertainty``, whose raw second output is the log standard
+    deviation) or ``(n, L)`` quantiles (``MultiQuantile``; CatBoost needs levels strictly
+    inside (0, 1), so 0 becomes 1e-4). It is evaluated after every ``iterations / 50``
+    trees. Returns ``X -> raw outputs`` of the cut model, the loss of every stage and which
+    stage was kept, in words.
+    """
     import torch
     from catboost import CatBoostRegressor
 
@@ -118,12 +127,15 @@ def fit_quantiles(X: np.ndarray, scores: np.ndarray, head: str, taus: np.ndarray
     model = CatBoostRegressor(loss_function=loss, **_tree_settings(recipe),
                               **_common(seed, torch.get_num_threads()))
     model.fit(X.reshape(len(X), -1), scores)
+    period = max(1, model.tree_count_ // 50)
+    stages = [loss_of(np.asarray(out, dtype=np.float64).reshape(len(X_val), -1))
+              for out in model.staged_predict(X_val.reshape(len(X_val), -1), eval_period=period,
+                                              prediction_type="RawFormulaVal")]
+    trees = model.tree_count_
+    model.shrink(min(trees, period * (int(np.argmin(stages)) + 1)))
 
     def raw(features: np.ndarray) -> np.ndarray:
-        out = np.asarray(model.predict(features.reshape(len(features), -1)), dtype=np.float64)
-        out = out.reshape(len(features), -1)
-        if head == "gaussian":
-            return np.stack([out[:, 0], 0.5 * np.log(np.maximum(out[:, 1], 1e-12))], axis=1)
-        return out
+        out = model.predict(features.reshape(len(features), -1), prediction_type="RawFormulaVal")
+        return np.asarray(out, dtype=np.float64).reshape(len(features), -1)
 
-    return raw
+    return raw, stages, f"{model.tree_count_} of {trees} trees"

@@ -142,7 +142,7 @@ def _check_names(config: dict[str, Any]) -> None:
 def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> None:
     from miarepro.attacks import get_attack
     from miarepro.models import check_architecture
-    from miarepro.splits import STRIDE
+    from miarepro.splits import STRIDE, has_public
 
     if study["dataset"] not in config["datasets"]:
         raise _fail(f"{where}.dataset", unknown("dataset", study["dataset"], config["datasets"]))
@@ -175,12 +175,18 @@ def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> N
         if study["split"]["scheme"] == "partition" and references >= STRIDE:
             raise _fail(f"{at}.n_reference", f"{references} is too many: a repetition of a "
                         f"partition study numbers its reference models below {STRIDE}")
+        if spec.public_data and not has_public(study["split"]):
+            raise _fail(f"{where}.split", f"attack {attack_name!r} ({spec.name}) trains on the "
+                        "attacker's public non-members, and this split has none outside the "
+                        "audit: give it a population (split.population_fraction, or "
+                        "split.fractions.population / reference_pool of a partition)")
         if spec.needs_loo and not {"loo_records", "loo_models"} <= set(entry):
             raise _fail(at, f"attack {spec.name!r} needs loo_records and loo_models")
-        if entry.get("loo_models", 0) >= STRIDE:
-            raise _fail(f"{at}.loo_models", f"at most {STRIDE - 1} per record")
         if sizes:
             _check_attack_sizes(at, entry, spec, sizes)
+        for key in ("loo_models", "loo_records"):  # leave-one-out models number both by STRIDE
+            if entry.get(key, 0) >= STRIDE:
+                raise _fail(f"{at}.{key}", f"at most {STRIDE - 1}")
         if "reference_study" in entry:
             _check_reference_study(at, study, entry, config)
     if study["nonmembers"] == "ood":
@@ -334,19 +340,26 @@ def _check_artifacts(config: dict[str, Any]) -> None:
 
 
 def _check_measured(settings: dict[str, Any], metrics: dict[str, Any], where: str) -> None:
-    """An artifact can only show metrics the score jobs measure (``metrics.fprs`` and
-    ``metrics.calibration``)."""
+    """An artifact can only show metrics the score jobs measure (``metrics.fprs``,
+    ``metrics.calibration`` and ``metrics.alphas``)."""
     from miarepro.artifacts.builders import COMPUTE
     from miarepro.artifacts.figures import SECONDS
-    from miarepro.uncertainty import decision_metric_names, metric_names, pinball_name
+    from miarepro.uncertainty import (
+        decision_metric_names,
+        exceedance_name,
+        metric_names,
+        pinball_name,
+    )
 
     fprs = metrics["fprs"]
     measured = (metric_names(fprs) + [pinball_name(fpr) for fpr in fprs]
-                + decision_metric_names(metrics["calibration"]))
+                + decision_metric_names(metrics["calibration"])
+                + [exceedance_name(alpha) for alpha in metrics["alphas"]])
     for fpr in settings.get("fprs", []):
         if f"tpr@{fpr * 100:g}%" not in measured:
             raise _fail(f"{where}.fprs", f"{fpr} is not in metrics.fprs {fprs}")
     for metric in settings.get("metrics", []):
         if metric not in measured and metric not in (COMPUTE, SECONDS):
             raise _fail(f"{where}.metrics", unknown("metric", metric, measured)
-                        + " (add its FPR to metrics.fprs or its level to metrics.calibration)")
+                        + " (add its FPR to metrics.fprs, its level to metrics.calibration "
+                        "or metrics.alphas)")

@@ -104,18 +104,39 @@ def mean_gradient(flat: FlatLoss, X: np.ndarray, y: np.ndarray,
     return total / len(labels)
 
 
-def hvp_function(flat: FlatLoss, X: np.ndarray, y: np.ndarray,
-                 batch_size: int = 2048) -> Callable[[torch.Tensor], torch.Tensor]:
+def hvp_function(flat: FlatLoss, X: np.ndarray, y: np.ndarray, batch_size: int = 2048,
+                 precision: torch.dtype | None = None) -> Callable[[torch.Tensor], torch.Tensor]:
     """``V (k, P) -> (H V^T)^T`` for the Hessian ``H`` of the mean loss over ``X``.
 
-    Reverse-over-reverse products: the gradient of each data batch is differentiated once
+    ``precision`` computes the products in another float type than ``flat``'s, vectors
+    converted in and out: conjugate gradients to a relative residual of 1e-4 need no more
+    than float32, at about half the time of float64.
+
+    A cross-entropy MLP with piecewise-linear activations (:func:`_mlp_layers`) gets its
+    products in closed form (:func:`_mlp_products`): every vector's work is a few large matrix
+    products (on one core, measured: the exact Hessian of the 784-6-10 MNIST MLP on 2,000
+    records in a third of autograd's time; products of the 100-class Purchase MLP-2 on
+    10,000 records in 0.6 of it, where the softmax's curvature dominates). Any other model gets
+    reverse-over-reverse products: the gradient of each data batch is differentiated once
     (``vjp``) and its pullback is applied to the ``k`` vectors at once (``vmap``), weighted by
     the batch's size; ``H`` is never formed. Reusing the pullbacks is what makes repeated
     products cheap (conjugate gradients, the columns of :func:`hessian`): on a 100-class
     MLP it is four times faster than forward-over-reverse (measured).
     """
+    if precision is not None and precision != flat.dtype:
+        import copy
+
+        products = hvp_function(FlatLoss(copy.deepcopy(flat.model), flat.loss_name, precision),
+                                X, y, batch_size)
+        return lambda vectors: products(vectors.to(precision)).to(vectors.dtype)
     inputs, labels = flat.tensors(X, y)
     n = len(labels)
+    slopes = _mlp_slopes(flat.model) if flat.loss_name == "cross_entropy" else None
+    if slopes is not None:
+        batches = [(inputs[rows].flatten(1), labels[rows], (rows.stop - rows.start) / n)
+                   for rows in _batches(n, batch_size)]
+        return lambda vectors: sum(_mlp_products(flat, slopes, rows, rows_labels, vectors) * weight
+                                   for rows, rows_labels, weight in batches)
     pullbacks = []
     for rows in _batches(n, batch_size):
         gradient = grad(lambda t, rows=rows: flat.loss(t, inputs[rows], labels[rows]))
@@ -128,6 +149,80 @@ def hvp_function(flat: FlatLoss, X: np.ndarray, y: np.ndarray,
         return out
 
     return products
+
+
+def _mlp_slopes(model: nn.Module) -> list[float | None] | None:
+    """For a ``Sequential`` of ``Flatten``, ``Linear`` and ``ReLU`` / ``LeakyReLU`` modules, the
+    slope below 0 of the activation after each linear layer (None after the last); None for
+    any other model. Such activations have no curvature, so the Hessian has a closed form."""
+    if not isinstance(model, nn.Sequential):
+        return None
+    slopes: list[float | None] = []
+    for module in model:
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            slopes.append(None)
+        elif isinstance(module, nn.ReLU | nn.LeakyReLU) and slopes and slopes[-1] is None:
+            slopes[-1] = module.negative_slope if isinstance(module, nn.LeakyReLU) else 0.0
+        elif not (isinstance(module, nn.Flatten) and not slopes):
+            return None
+    return slopes if slopes and slopes[-1] is None else None
+
+
+def _mlp_products(flat: FlatLoss, activation_slopes: list[float | None],
+                  inputs: torch.Tensor, labels: torch.Tensor,
+                  vectors: torch.Tensor) -> torch.Tensor:
+    """Hessian-vector products of the mean cross-entropy of one data batch of an MLP
+    (:func:`_mlp_slopes`) at ``flat.theta``, for ``k`` vectors at once (Pearlmutter's R
+    operator: forward the directional derivative of every pre-activation, then backward the
+    derivative of the gradient; the activations' second derivative is 0).
+
+    Directional derivatives are held as ``(n, k, width)``, so that every product with a
+    layer's inputs, for all ``k`` vectors, is one ``(n, d) x (d, k width)`` matrix product:
+    no batched products of small matrices, no transposed copies of ``(n, k, .)`` tensors."""
+    k, n, depth = len(vectors), len(labels), len(activation_slopes)
+    shapes, params = flat.shapes, torch.split(flat.theta, flat.sizes)
+    directions = torch.split(vectors, flat.sizes, dim=1)
+    weights = [params[2 * i].view(shapes[2 * i]) for i in range(depth)]
+    # each layer's direction as (in, k, out): a layer input times it is one matrix product
+    d_weights = [directions[2 * i].reshape(k, *shapes[2 * i]).permute(2, 0, 1)
+                 for i in range(depth)]
+    d_biases = [directions[2 * i + 1] for i in range(depth)]
+    # forward: each layer's input and its activation's derivative
+    hidden, slopes = [inputs], []
+    for i, slope in enumerate(activation_slopes):
+        z = hidden[-1] @ weights[i].T + params[2 * i + 1]
+        if slope is not None:
+            slopes.append(torch.where(z > 0, 1.0, z.new_tensor(slope))[:, None, :])
+            hidden.append(z * slopes[-1][:, 0])
+    p = torch.softmax(z, dim=1)
+    gradient = (p - torch.nn.functional.one_hot(labels, p.shape[1]).to(p.dtype)) / n
+    # R forward: directional derivatives of every pre-activation and layer input, (n, k, .)
+    r_inputs: list[torch.Tensor | None] = [None]
+    for i in range(depth):
+        d_in, _, d_out = d_weights[i].shape
+        r_z = (hidden[i] @ d_weights[i].reshape(d_in, k * d_out)).view(n, k, d_out)
+        r_z += d_biases[i]
+        if r_inputs[i] is not None:
+            r_z += r_inputs[i] @ weights[i].T
+        if i < len(slopes):
+            r_inputs.append(r_z * slopes[i])
+    # R of the gradient at the logits: the softmax Jacobian times r_z, over n
+    r_gradient = p[:, None, :] * (r_z - (p[:, None, :] * r_z).sum(-1, keepdim=True)) / n
+    # R backward: the derivative of each layer's weight and bias gradients
+    out: list[torch.Tensor] = []
+    for i in reversed(range(depth)):
+        d_in, _, d_out = d_weights[i].shape
+        d_w = (hidden[i].T @ r_gradient.reshape(n, k * d_out)).view(d_in, k, d_out).permute(
+            1, 2, 0)
+        if r_inputs[i] is not None:
+            d_w = d_w + (gradient.T @ r_inputs[i].reshape(n, k * d_in)).view(
+                d_out, k, d_in).permute(1, 0, 2)
+        out[:0] = [d_w.reshape(k, -1), r_gradient.sum(0)]
+        if i > 0:
+            r_gradient = (r_gradient @ weights[i] + (gradient @ d_weights[i].permute(
+                2, 1, 0).reshape(d_out, k * d_in)).view(n, k, d_in)) * slopes[i - 1]
+            gradient = (gradient @ weights[i]) * slopes[i - 1][:, 0]
+    return torch.cat(out, dim=1)
 
 
 def hessian(flat: FlatLoss, X: np.ndarray, y: np.ndarray, chunk_size: int = 256,

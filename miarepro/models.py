@@ -47,6 +47,30 @@ def mlp(input_shape: tuple[int, ...], n_classes: int, widths: list[Width] = (),
     return nn.Sequential(*layers)
 
 
+def logistic(input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
+    """Binary logistic regression with one logit, ``s = w.x + b`` (IHA's MNIST-Odd model: 785
+    parameters on 28 x 28 digits). The output is ``[0, s]``: its softmax is
+    ``[1 - sigmoid(s), sigmoid(s)]``, so every signal, loss and attack on class logits applies
+    unchanged, and the ``mse`` loss is the paper's ``(sigmoid(s) - y)^2``. A 2-class softmax
+    instead has 1,570 parameters, of which half are redundant, and its Hessian is another."""
+    import torch
+    from torch import nn
+
+    if n_classes != 2:
+        raise ValueError(f"logistic regression has one logit: it needs 2 classes, got {n_classes}")
+
+    class OneLogit(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(math.prod(input_shape), 1)
+
+        def forward(self, x):
+            s = self.linear(x.flatten(1))
+            return torch.cat([torch.zeros_like(s), s], dim=1)
+
+    return OneLogit()
+
+
 def lenet(input_shape: tuple[int, ...], n_classes: int,
           variant: Literal["classic", "stolen_memories"] = "classic") -> nn.Module:
     """LeNet. ``classic``: conv6-pool-conv16-pool-FC120-FC84 (Subpop's 84-d latent).
@@ -261,8 +285,9 @@ def convnext(input_shape: tuple[int, ...], n_classes: int,
     return model
 
 
-ARCHITECTURES = {"mlp": mlp, "lenet": lenet, "cnn": cnn, "resnet": resnet, "densenet": densenet,
-                 "mobile": mobile, "wrn": wrn, "convnext": convnext, "catboost": catboost}
+ARCHITECTURES = {"mlp": mlp, "logistic": logistic, "lenet": lenet, "cnn": cnn, "resnet": resnet,
+                 "densenet": densenet, "mobile": mobile, "wrn": wrn, "convnext": convnext,
+                 "catboost": catboost}
 
 
 class ArchitectureSpec:

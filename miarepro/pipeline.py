@@ -243,7 +243,7 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
           reference_signals: list[str], loo_signals: list[str], output: str,
           study: StudyFiles | None = None, fit_paths: list[str] = (),
           nonmembers: str = "test", fprs: list[float] = (),
-          calibration: list[float] = ()) -> list[float]:
+          calibration: list[float] = (), alphas: list[float] = ()) -> list[float]:
     """Run one attack instance on every target of a study and write its scores table.
 
     ``reference_signals`` are the files ``.../reference/<index>.npy`` of every reference model
@@ -254,8 +254,8 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
     members (:func:`miarepro.splits.balanced_records`).
     ``nonmembers="ood"`` audits each target's members against the dataset's out-of-distribution
     records instead of its test part. Attacks that imply a quantile threshold (see
-    :mod:`miarepro.attacks.base`) also get a ``pinball@<fpr>`` column per FPR of ``fprs``: each
-    sample's pinball loss of the implied ``1 - fpr`` quantile (meaningful on non-members).
+    :mod:`miarepro.attacks.base`) also get a ``pinball@<fpr>`` column per FPR of ``fprs`` and
+    an ``fpr@<a>`` column per level of ``alphas`` (:func:`_quantile_columns`).
     Attacks with a decision threshold also get their member calls (:func:`decision_columns`),
     calibrated on each target's :func:`calibration_records` at each level of ``calibration``.
     """
@@ -295,8 +295,8 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
         values, held_out_values = values[: len(audit)], values[len(audit):]
         frame = pd.DataFrame({"sample": audit, "target": target,
                               "member": context.target_mask[audit], "score": values})
-        if spec.quantiles is not None and len(fprs):
-            frame = frame.assign(**_pinball_columns(spec, context, params, fprs))
+        if spec.quantiles is not None and len(fprs) + len(alphas):
+            frame = frame.assign(**_quantile_columns(spec, context, params, fprs, alphas))
         if spec.threshold is not None:
             frame = frame.assign(**decision_columns(
                 values, labels[audit], spec.threshold, held_out_values, labels[held_out],
@@ -332,14 +332,26 @@ def decision_columns(values: np.ndarray, labels: np.ndarray, threshold: float,
     return columns
 
 
-def _pinball_columns(spec: Any, context: AttackContext, params: dict[str, Any],
-                     fprs: list[float]) -> dict[str, np.ndarray]:
+def _quantile_columns(spec: Any, context: AttackContext, params: dict[str, Any],
+                      fprs: list[float], alphas: list[float]) -> dict[str, np.ndarray]:
+    """Per-sample columns of an attack that implies a non-member quantile (meaningful on the
+    non-members, whose means they are): ``pinball@<fpr>``, the pinball loss of the implied
+    ``1 - fpr`` quantile, and ``fpr@<a>``, whether the statistic reaches the ``1 - a``
+    quantile (QMIA's Theorem 1: a non-member does with probability ``a``). None for an
+    attack that cannot imply one here (the marginal baseline without public records)."""
     from miarepro.metrics import pinball_losses
-    from miarepro.uncertainty import pinball_name
+    from miarepro.uncertainty import exceedance_name, pinball_name
 
-    statistic, thresholds = spec.quantiles(context, 1.0 - np.asarray(fprs), **params)
-    return {pinball_name(fpr): pinball_losses(thresholds[:, j], statistic, fpr)
-            for j, fpr in enumerate(fprs)}
+    levels = [*fprs, *alphas]
+    implied = spec.quantiles(context, 1.0 - np.asarray(levels, dtype=float), **params)
+    if implied is None:
+        return {}
+    statistic, thresholds = implied
+    columns = {pinball_name(fpr): pinball_losses(thresholds[:, j], statistic, fpr)
+               for j, fpr in enumerate(fprs)}
+    columns.update({exceedance_name(a): statistic >= thresholds[:, len(fprs) + j]
+                    for j, a in enumerate(alphas)})
+    return columns
 
 
 def attack_context(attack: dict[str, Any], labels: np.ndarray, split: dict[str, np.ndarray],
@@ -421,4 +433,6 @@ def fit_paths(results: str, study_name: str, study: dict[str, Any],
 
 
 def loo_model_indices(records: int, models: int) -> list[int]:
-    return [k * splits.STRIDE + j for k in range(records) for j in range(models)]
+    """The leave-one-out models of ``records`` records, ``models`` each, record by record
+    (:func:`miarepro.splits.training_indices` numbers them seed-major)."""
+    return [j * splits.STRIDE + k for k in range(records) for j in range(models)]

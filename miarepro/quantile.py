@@ -8,7 +8,9 @@ level, pinball loss, levels log-spaced in ``a`` from 1e-4 to 1, quantiles sorted
 time: the monotone rearrangement). The regressor is a backbone (any architecture of
 :mod:`miarepro.models`, independent of the target's) with an MLP head, or a CatBoost regressor
 on tabular data (``RMSEWithUncertainty`` for the Gaussian head, ``MultiQuantile`` for the
-quantile head). :func:`search_and_fit` tunes it with optuna over QMIA's Tables 4 and 5.
+quantile head). Every regressor is selected on a held-out share of the public records by its
+pinball loss (:func:`fit`); :func:`search_and_fit` also tunes it with optuna over QMIA's
+Tables 4 and 5.
 
 Scores are standardised by the public mean and standard deviation while training, so one
 learning rate serves hinge scores of any scale.
@@ -38,10 +40,13 @@ def pinball(predictions: Any, target: Any, taus: Any) -> Any:
 
 #: How the neural regressor trains when no search runs: AdamW with gradient clipping at 1.0
 #: (the authors' code), and the values QMIA's Table 4 search settled on: the [512, 512] head,
-#: 2 accumulated batches of 32 (effective batch 64), 10-20 epochs. Learning rate and weight
-#: decay are "near the middle" of their ranges in the paper; these are ours.
+#: 2 accumulated batches of 32 (effective batch 64), 10-20 epochs (here the most; the epoch
+#: kept is the one with the lowest validation pinball loss, training stops ``patience``
+#: epochs after it). Learning rate and weight decay are "near the middle" of their ranges in
+#: the paper; these are ours.
 TORCH_RECIPE: dict[str, Any] = {"epochs": 15, "lr": 1e-3, "weight_decay": 1e-4,
-                                "hidden_dims": [512, 512], "accumulate": 2, "batch_size": 32}
+                                "hidden_dims": [512, 512], "accumulate": 2, "batch_size": 32,
+                                "patience": 10}
 #: The CatBoost regressor's settings when no search runs: shallower and fewer trees than
 #: CatBoost's defaults (1,000 of depth 6), which overfit a few thousand scores and then
 #: under-estimate the spread, so flag more than ``a`` of non-members (measured: 8.5% at 5%).
@@ -84,45 +89,83 @@ def check_recipe(recipe: dict[str, Any], architecture: dict[str, Any], what: str
 Predictor = Callable[[np.ndarray], dict[str, np.ndarray]]
 
 
+def holdout(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(train, validation)`` rows: a seeded ``fraction`` of ``n`` public records held out."""
+    order = np.random.default_rng([seed, 7]).permutation(n)
+    n_val = min(n - 1, max(1, round(fraction * n)))
+    return np.sort(order[n_val:]), np.sort(order[:n_val])
+
+
 def fit(X: np.ndarray, scores: np.ndarray, architecture: dict[str, Any], head: Head,
         taus: np.ndarray, recipe: dict[str, Any], seed: int,
-        report: Callable[[int, float], None] | None = None,
-        validation: tuple[np.ndarray, np.ndarray] | None = None) -> Predictor:
-    """Train the regressor on ``(X, scores)``; returns a callable ``X -> arrays``.
+        validation_fraction: float = 0.2) -> tuple[Predictor, dict[str, Any]]:
+    """Train the regressor on public ``(X, scores)``, selected on a held-out share of them.
+
+    A seeded ``validation_fraction`` of the records is held out; the rest trains, and the
+    model kept is the one with the lowest validation pinball loss: the best epoch of a neural
+    regressor, the best number of trees of a CatBoost one (the paper selects its regressors
+    on held-out pinball loss; without it a regressor of a few thousand records memorises
+    their scores and its thresholds flag far more than ``a`` of fresh non-members). Returns
+    the predictor and the selection's record. See :func:`train_selected` for the arrays.
+    """
+    train, val = holdout(len(scores), validation_fraction, seed)
+    return train_selected(X[train], scores[train], X[val], scores[val], architecture, head,
+                          taus, recipe, seed)
+
+
+def train_selected(X: np.ndarray, scores: np.ndarray, X_val: np.ndarray, val_scores: np.ndarray,
+                   architecture: dict[str, Any], head: Head, taus: np.ndarray,
+                   recipe: dict[str, Any], seed: int,
+                   report: Callable[[int, float], None] | None = None
+                   ) -> tuple[Predictor, dict[str, Any]]:
+    """Train on ``(X, scores)`` and keep the stage with the lowest pinball loss on the
+    validation records; returns a callable ``X -> arrays`` and the selection's record (the
+    validation loss of every stage, the one kept, the two sizes).
 
     The arrays are ``{"mu", "sigma"}`` for the Gaussian head and ``{"quantiles"}`` (``(n, L)``,
-    sorted) for the quantile head, in the scores' own units. With ``validation`` and ``report``,
-    the validation pinball loss is reported after every epoch (a search's pruner reads it).
+    sorted) for the quantile head, in the scores' own units. ``report(epoch, loss)`` is called
+    after every epoch of a neural regressor (a search's pruner reads it).
     """
     recipe = {**default_recipe(architecture), **recipe}
     center, scale = float(scores.mean()), float(scores.std()) or 1.0
-    standard = (scores - center) / scale
-    if architecture["arch"] == "catboost":  # one model, no epochs to report on
+
+    def arrays(out: np.ndarray, shift: float = 0.0, factor: float = 1.0) -> dict[str, np.ndarray]:
+        if head == "gaussian":
+            return {"mu": shift + factor * out[:, 0], "sigma": factor * np.exp(out[:, 1])}
+        return {"quantiles": shift + factor * np.sort(out, axis=1)}
+
+    standard_val = (val_scores - center) / scale
+
+    def loss_of(out: np.ndarray) -> float:  # validation pinball loss in standardised units
+        return validation_loss(arrays(out), standard_val, taus)
+
+    if architecture["arch"] == "catboost":
         from miarepro import boosting
 
-        raw = boosting.fit_quantiles(X, standard, head, taus, recipe, seed)
+        raw, stages, kept = boosting.fit_quantiles(X, (scores - center) / scale, head, taus,
+                                                   recipe, seed, X_val, loss_of)
     else:
-        if validation is not None:
-            validation = (validation[0], (validation[1] - center) / scale)
-        raw = _fit_torch(X, standard, architecture, head, taus, recipe, seed, report,
-                         validation)
-
-    def predict(features: np.ndarray) -> dict[str, np.ndarray]:
-        out = raw(features)
-        if head == "gaussian":
-            return {"mu": center + scale * out[:, 0], "sigma": scale * np.exp(out[:, 1])}
-        return {"quantiles": center + scale * np.sort(out, axis=1)}
-
-    return predict
+        raw, stages, kept = _fit_torch(X, (scores - center) / scale, X_val, architecture, head,
+                                       taus, recipe, seed, loss_of, report)
+    selection = {"validation_loss": min(stages) * scale, "kept": kept,
+                 "validation_losses": [round(loss * scale, 6) for loss in stages],
+                 "n_train": len(scores), "n_validation": len(val_scores)}
+    return (lambda features: arrays(raw(features), center, scale)), selection
 
 
-def _fit_torch(X: np.ndarray, targets_np: np.ndarray, architecture: dict[str, Any], head: Head,
-               taus: np.ndarray, recipe: dict[str, Any], seed: int,
-               report: Callable[[int, float], None] | None,
-               validation: tuple[np.ndarray, np.ndarray] | None) -> Callable:
+def _fit_torch(X: np.ndarray, targets_np: np.ndarray, X_val: np.ndarray,
+               architecture: dict[str, Any], head: Head, taus: np.ndarray,
+               recipe: dict[str, Any], seed: int, loss_of: Callable[[np.ndarray], float],
+               report: Callable[[int, float], None] | None
+               ) -> tuple[Callable, list[float], str]:
     """The neural regressor: the backbone (any :mod:`miarepro.models` architecture, ending in
-    :data:`FEATURES` outputs), then an MLP head with ``hidden_dims`` (Table 4). Returns raw
-    outputs in standardised units: ``(mu, log sigma)`` or one column per level."""
+    :data:`FEATURES` outputs), then an MLP head with ``hidden_dims`` (Table 4). Trains for
+    ``epochs`` at most, stopping after ``patience`` epochs without a lower validation loss,
+    and keeps the weights of the best epoch. Returns the raw outputs in standardised units,
+    ``(mu, log sigma)`` or one column per level, the validation loss of every epoch and which
+    epoch was kept, in words."""
+    import copy
+
     import torch
     from torch import nn
 
@@ -146,6 +189,8 @@ def _fit_torch(X: np.ndarray, targets_np: np.ndarray, architecture: dict[str, An
             return torch.cat([model(torch.as_tensor(features[i : i + 4096], dtype=torch.float32))
                               for i in range(0, len(features), 4096)]).double().numpy()
 
+    losses: list[float] = []
+    best_state = None
     for epoch in range(int(recipe["epochs"])):
         model.train()
         order = torch.randperm(len(inputs), generator=generator)
@@ -162,19 +207,22 @@ def _fit_torch(X: np.ndarray, targets_np: np.ndarray, architecture: dict[str, An
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
-        if report is not None and validation is not None:
-            out = raw(validation[0])
-            arrays = ({"mu": out[:, 0], "sigma": np.exp(out[:, 1])} if head == "gaussian"
-                      else {"quantiles": np.sort(out, axis=1)})
-            report(epoch, validation_loss(arrays, validation[1], taus))
+        losses.append(loss_of(raw(X_val)))
+        if report is not None:
+            report(epoch, losses[-1])
+        if losses[-1] <= min(losses):
+            best_state = copy.deepcopy(model.state_dict())
+        elif epoch - int(np.argmin(losses)) >= int(recipe["patience"]):
+            break
+    model.load_state_dict(best_state)
     model.eval()
-    return raw
+    return raw, losses, f"epoch {int(np.argmin(losses)) + 1} of {len(losses)}"
 
 
 def validation_loss(arrays: dict[str, np.ndarray], scores: np.ndarray,
                     taus: np.ndarray) -> float:
-    """Mean pinball loss over all levels of predicted quantiles on held-out scores: what a
-    search minimises (Table 4's "validation pinball loss"), for either head. Level 0 (the
+    """Mean pinball loss over all levels of predicted quantiles on held-out scores: what
+    selection minimises (Table 4's "validation pinball loss"), for either head. Level 0 (the
     Gaussian's -inf) carries no information and is left out."""
     taus = taus[(taus > 0) & (taus < 1)]
     predicted = np.stack([quantile_at(arrays, tau, taus) for tau in taus], axis=1)
@@ -187,31 +235,31 @@ def search_and_fit(X: np.ndarray, scores: np.ndarray, architecture: dict[str, An
                    ) -> tuple[Predictor, dict[str, Any]]:
     """Search ``space`` for the recipe with the lowest validation pinball loss.
 
-    ``(X, scores)`` are the attacker's public non-members only: a seeded ``validation_fraction``
-    of them is held out to score trials, the rest trains. The best trial's regressor is kept
-    (not refitted), as a Ray Tune search keeps its best checkpoint. Returns it and a record of
-    the search: space, chosen values, trial log.
+    ``(X, scores)`` are the attacker's public non-members only: the held-out share of
+    :func:`fit` scores every trial (and selects its stage), the rest trains. The best trial's
+    regressor is kept (not refitted), as a Ray Tune search keeps its best checkpoint. Returns
+    it and a record of the search: space, chosen values, trial log, the best selection.
     """
     from miarepro import search
 
     search.check_space(space)
     check_recipe(space, architecture, "space")
-    order = np.random.default_rng([seed, 7]).permutation(len(scores))
-    n_val = max(1, round(validation_fraction * len(scores)))
-    val, train = order[:n_val], order[n_val:]
+    train, val = holdout(len(scores), validation_fraction, seed)
     best: dict[str, Any] = {}
 
     def objective(params: dict[str, Any], report: Callable[[int, float], None]) -> float:
-        predict = fit(X[train], scores[train], architecture, head, taus, {**recipe, **params},
-                      seed, report, (X[val], scores[val]))
-        loss = validation_loss(predict(X[val]), scores[val], taus)
-        if loss < best.get("loss", np.inf):
-            best.update(loss=loss, predict=predict)
-        return loss
+        predict, selection = train_selected(X[train], scores[train], X[val], scores[val],
+                                            architecture, head, taus, {**recipe, **params},
+                                            seed, report)
+        if selection["validation_loss"] < best.get("selection", {}).get("validation_loss",
+                                                                         np.inf):
+            best.update(selection=selection, predict=predict)
+        return selection["validation_loss"]
 
     chosen, trial_log = search.run(objective, space, trials, seed)
     return best["predict"], {"space": space, "chosen": chosen, "trials": trial_log,
-                             "validation_loss": best["loss"], "n_validation": int(n_val)}
+                             "validation_loss": best["selection"]["validation_loss"],
+                             "n_validation": len(val), "selection": best["selection"]}
 
 
 def quantile_at(arrays: dict[str, np.ndarray], tau: float,

@@ -33,7 +33,8 @@ import numpy as np
 
 PARTS = ("target_train", "target_test", "reference_pool", "population", "validation", "ood")
 ROLES = ("target", "reference", "loo")
-STRIDE = 1000  # model index = group * STRIDE + member: repetition (references) or record (LOO)
+STRIDE = 1000  # model index = group * STRIDE + member: repetition and reference, or seed and
+#                record (leave-one-out models)
 ROLE_IDS = {"target": 1, "reference": 2, "loo": 3}  # seed streams of the model roles
 
 
@@ -100,8 +101,20 @@ def audit(part: dict[str, np.ndarray], nonmembers: str = "test") -> np.ndarray:
 def public(part: dict[str, np.ndarray]) -> np.ndarray:
     """The attacker's own records known not to be the target's members: the population, or
     where a split has none, the reference pool (QMIA's 50/50 split, whose public half serves
-    the quantile regressor and LiRA's shadow models alike)."""
-    return part["population"] if len(part["population"]) else part["reference_pool"]
+    the quantile regressor and LiRA's shadow models alike), unless that pool is audited (a
+    balanced split's pool is its audit): public data never holds an audited record."""
+    if len(part["population"]):
+        return part["population"]
+    pool = part["reference_pool"]
+    return pool[:0] if np.isin(pool, part["audit"]).any() else pool
+
+
+def has_public(split: dict[str, Any]) -> bool:
+    """Whether a study's ``split`` config leaves the attacker public records (:func:`public`)."""
+    if split["scheme"] == "balanced":
+        return split.get("population_fraction", 0.0) > 0
+    fractions = split.get("fractions", {})
+    return fractions.get("population", 0) > 0 or fractions.get("reference_pool", 0) > 0
 
 
 def reference_indices(scheme: str, target: int, count: int) -> list[int]:
@@ -131,8 +144,9 @@ def training_indices(split: dict[str, np.ndarray], role: str, index: int) -> np.
     """Sorted dataset indices that model ``role/index`` trains on.
 
     Reference ``t * STRIDE + i`` of a partition study belongs to repetition ``t``. Leave-one-out
-    model ``k * STRIDE + j`` trains on target 0's training set without record
-    ``loo_records(split, ...)[k]``; ``j`` numbers its seeds.
+    model ``j * STRIDE + k`` trains on target 0's training set without record
+    ``loo_records(split, ...)[k]``; ``j`` numbers its seeds, so that ten consecutive models
+    (a job of ``ten_per_job``) are one seed's models of ten records.
     """
     scheme, seed = str(split["scheme"]), int(split["seed"])
     if role == "target":
@@ -144,7 +158,7 @@ def training_indices(split: dict[str, np.ndarray], role: str, index: int) -> np.
         return _half(repetition(split, group)["reference_pool"], seed, "reference", index)
     if role == "loo":
         base = training_indices(split, "target", 0)
-        record = loo_records(split, index // STRIDE + 1)[index // STRIDE]
+        record = loo_records(split, index % STRIDE + 1)[index % STRIDE]
         return base[base != record]
     raise ValueError(f"unknown model role {role!r}; known: {list(ROLES)}")
 

@@ -14,6 +14,10 @@ The bootstrap weights depend only on the study seed, the target and the class si
 the attack, so two attacks of one study are resampled identically and their difference is a
 *paired* estimate (:meth:`Estimate.__sub__`), as a claim "A beats B" needs.
 
+An empirical FPR (``fpr@1%``: the share of non-members that reach an attack's implied ``1 - a``
+quantile, QMIA's Theorem 1) is a binomial proportion: its interval is the exact (Clopper-Pearson)
+one of the flagged non-members counted over every target.
+
 A TPR at FPR ``a`` rests on the ``a · n`` non-members above the threshold. With fewer than
 :data:`MIN_EXCEEDANCES` of them (``n < 10 / a``) the number is not reported
 (:func:`resolvable`): at ``n = 2,000`` a TPR@0.1% would be decided by two samples. Any metric
@@ -40,11 +44,13 @@ MIN_TARGETS = 3
 MIN_EXCEEDANCES = 10
 MIN_PER_CLASS = 20
 _BLOCK = 100  # replicates per vectorised block: bounds memory at ~100 x audit size
-_FPR_METRIC = re.compile(r"^(tpr|precision)@([0-9.]+)%$")
+_FPR_METRIC = re.compile(r"^(tpr|precision|fpr)@([0-9.]+)%$")
+#: per-sample columns of a scores file whose non-member mean is a metric
+NONMEMBER_COLUMNS = ("pinball@", "fpr@")
 
 
 def metric_fpr(metric: str) -> float | None:
-    """The FPR of ``tpr@1%`` / ``precision@0.1%`` style names, None for ``auc``."""
+    """The FPR of ``tpr@1%`` / ``precision@0.1%`` / ``fpr@1%`` style names, None for ``auc``."""
     match = _FPR_METRIC.match(metric)
     return float(match.group(2)) / 100 if match else None
 
@@ -93,6 +99,12 @@ def pinball_name(fpr: float) -> str:
     """``pinball@1%``: mean pinball loss on non-members of an attack's implied ``1 - fpr``
     quantile (QMIA Tables 6 and 7), for attacks that imply one."""
     return f"pinball@{fpr * 100:g}%"
+
+
+def exceedance_name(alpha: float) -> str:
+    """``fpr@1%``: the share of non-members that reach an attack's implied ``1 - alpha``
+    quantile, which QMIA's Theorem 1 promises to be ``alpha``."""
+    return f"fpr@{alpha * 100:g}%"
 
 
 def metric_names(fprs: Iterable[float]) -> list[str]:
@@ -223,8 +235,9 @@ def bootstrap_metrics(member: np.ndarray, score: np.ndarray, fprs: Iterable[floa
 class Estimate:
     """A metric with what its interval is made of.
 
-    ``draws`` are per-target values (``method="targets"``) or bootstrap replicates of the mean
-    over targets (``method="bootstrap"``); ``value`` is the mean over targets of the metric.
+    ``draws`` are per-target values (``method="targets"``), bootstrap replicates of the mean
+    over targets (``method="bootstrap"``) or, for a proportion (``method="binomial"``), its
+    count and trials; ``value`` is the mean over targets of the metric.
     """
 
     value: float
@@ -233,7 +246,16 @@ class Estimate:
     resolvable: bool = True
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
-        """Student-t interval over targets, or the bootstrap percentile interval."""
+        """Student-t interval over targets, the bootstrap percentile interval, or the exact
+        binomial (Clopper-Pearson) interval."""
+        if self.method == "binomial":
+            from scipy.special import betaincinv
+
+            count, trials = self.draws
+            tail = (1 - level) / 2
+            low = betaincinv(count, trials - count + 1, tail) if count > 0 else 0.0
+            high = betaincinv(count + 1, trials - count, 1 - tail) if count < trials else 1.0
+            return float(low), float(high)
         if self.method == "targets":
             from scipy.special import stdtrit  # Student-t quantile; scipy.stats costs 1 s
 
@@ -244,7 +266,8 @@ class Estimate:
         return float(low), float(high)
 
     def _paired(self, other: Estimate, combine) -> Estimate:
-        if self.method != other.method or self.draws.shape != other.draws.shape:
+        if (self.method != other.method or self.draws.shape != other.draws.shape
+                or self.method == "binomial"):
             raise ValueError("a paired comparison needs estimates of the same targets and "
                              f"resampling ({self.method} {self.draws.shape} vs "
                              f"{other.method} {other.draws.shape})")
@@ -274,7 +297,7 @@ def metric_table(scores: pd.DataFrame, fprs: Iterable[float], seed: int,
     """
     fprs = tuple(fprs)
     targets = sorted(scores["target"].unique())
-    extra = [c for c in scores.columns if c.startswith("pinball@")]
+    extra = [c for c in scores.columns if c.startswith(NONMEMBER_COLUMNS)]
     calls = [c for c in scores.columns if c.startswith("decision")]
     rows = []
     for target in targets:
@@ -307,7 +330,10 @@ def estimates(table: pd.DataFrame) -> dict[str, Estimate]:
     result = {}
     for name in names:
         value = float(points[name].mean())
-        if len(points) >= MIN_TARGETS:
+        if name.startswith("fpr@"):  # a proportion of the non-members, counted over targets
+            count = float(np.round(points[name] * points["n_nonmembers"]).sum())
+            draws, method = np.array([count, float(points["n_nonmembers"].sum())]), "binomial"
+        elif len(points) >= MIN_TARGETS:
             draws, method = points[name].to_numpy(float), "targets"
         else:
             replicates = table[table["replicate"] >= 0].pivot(index="replicate",

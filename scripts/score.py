@@ -14,6 +14,7 @@ seconds = pipeline.score(
     list(sm.input.references), list(sm.input.loo), sm.output.scores, study=study,
     fit_paths=list(sm.input.fits), nonmembers=sm.params.nonmembers,
     fprs=sm.params.metrics["fprs"], calibration=sm.params.metrics["calibration"],
+    alphas=sm.params.metrics["alphas"],
 )
 pipeline.measure(sm.output.scores, sm.params.metrics, sm.input.split, sm.output.metrics,
                  seconds)

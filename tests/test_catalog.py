@@ -35,10 +35,12 @@ def cell(values: pd.DataFrame, artifact: str, metric: str, dataset: str = "", at
 
 # --- catalog --------------------------------------------------------------------------------
 
-def test_catalog_has_the_66_checklist_ids_in_order() -> None:
+def test_catalog_has_the_66_checklist_ids_in_order_and_theorem_1() -> None:
+    """The matrix's 66 checklist IDs, plus QMIA-X2: the paper's Theorem 1 (FPR = a on fresh
+    non-members), a checkable statement of the text that no table prints."""
     ids = cat.ARTIFACT_IDS
-    assert len(ids) == 66
-    assert len(set(ids)) == 66
+    assert len(ids) == 67 and "QMIA-X2" in ids
+    assert len(set(ids)) == 67
     assert all(ID_REGEX.match(artifact) for artifact in ids)
     assert ids[0] == "BMIA-T1" and ids[-1] == "SUB-F2"
     assert tuple(cat.load_catalog()) == ids
@@ -46,7 +48,7 @@ def test_catalog_has_the_66_checklist_ids_in_order() -> None:
     prefixes = [artifact.split("-")[0] for artifact in ids]
     blocks = [p for i, p in enumerate(prefixes) if i == 0 or p != prefixes[i - 1]]
     assert blocks == ["BMIA", "SM", "QMIA", "IHA", "SUB"]
-    assert [prefixes.count(p) for p in blocks] == [13, 16, 16, 16, 5]
+    assert [prefixes.count(p) for p in blocks] == [13, 16, 17, 16, 5]
 
 
 def test_catalog_entries_are_well_formed() -> None:
@@ -108,7 +110,7 @@ def test_paper_values_columns_and_artifacts(values: pd.DataFrame) -> None:
         assert 0 < float(metric.split("@")[1].rstrip("%")) < 100
     # every text artifact of the checklist has its quoted numbers
     texts = {a for a, e in cat.load_catalog().items() if e["kind"] == "text"}
-    assert texts == {"SM-X1", "QMIA-X1", "IHA-X1", "IHA-X2"}
+    assert texts == {"SM-X1", "QMIA-X1", "QMIA-X2", "IHA-X1", "IHA-X2"}
     assert texts <= set(values["artifact"])
 
 
@@ -122,6 +124,7 @@ EXPECTED_ROWS = {
     "QMIA-T6": 24 * 4,
     "QMIA-T7": 24 * 4,
     "QMIA-X1": 3 * 2,
+    "QMIA-X2": 3,  # Theorem 1 at a = 1, 5 and 10%
     "IHA-T2": 4 * 3 * 3,
     "IHA-T3": 3 * 6,
     "IHA-T4": 8 * 3,

@@ -83,6 +83,16 @@ def test_closeness_verdicts(a, b, expected):
     assert cl.verdict(claim("close", 1.0), a, b)[0] == expected
 
 
+@pytest.mark.parametrize(("flagged", "expected"), [
+    (10, "holds"),   # 1.0% [0.48, 1.83] of 1,000 non-members contains a = 1%
+    (2, "fails"),    # 0.2% [0.02, 0.72] excludes it: conservative
+    (25, "fails"),   # 2.5% [1.62, 3.67] excludes it: over-flags
+])
+def test_equals_verdict_is_whether_the_binomial_interval_contains_the_value(flagged, expected):
+    fpr = Estimate(flagged / 1000, np.array([flagged, 1000.0]), "binomial")
+    assert cl.verdict(claim("equals", 1.0, "fpr@1%"), fpr, None)[0] == expected
+
+
 def test_ratio_verdict():
     a, b = estimate(0.06, 0.001), estimate(0.02, 0.001)
     assert cl.verdict(claim("ratio_at_least", 2.5), a, b)[0] == "holds"

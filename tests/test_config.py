@@ -77,6 +77,14 @@ PROBES = [
      ["n_reference", "reference pool has 0 records"]),
     (lambda c: bmia(c)["split"]["fractions"].update(population=0.0),
      ["attacks.rmia-n2", "population"]),
+    (lambda c: (odd(c)["split"].pop("population_fraction"), odd(c)["attacks"].update(
+        q={"attack": "qmia"})), ["studies.iha-mnist-odd.split", "attack 'q' (qmia)",
+                                 "public non-members", "population"]),
+    (lambda c: c["studies"]["qmia-tabular"].update(
+        split={"scheme": "partition", "seed": 0,
+               "fractions": {"target_train": 0.5, "target_test": 0.5}},
+        attacks={"qmia": {"attack": "qmia", "backbone": {"arch": "catboost"}}}),
+     ["studies.qmia-tabular.split", "attack 'qmia' (qmia)", "public non-members"]),
     (lambda c: bmia(c).update(model={"arch": "transformer"}),
      ["studies.bmia-purchase.model.arch", "unknown architecture 'transformer'"]),
     (lambda c: bmia(c).update(model={"arch": "resnet", "depth": 13}),
@@ -162,6 +170,10 @@ PROBES = [
     (lambda c: c["artifacts"]["BMIA-F2"].pop("attacks"), ["artifacts.BMIA-F2.attacks",
                                                           "required"]),
 ]
+
+
+def odd(c):
+    return c["studies"]["iha-mnist-odd"]
 
 
 def ood(c):

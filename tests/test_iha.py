@@ -128,6 +128,24 @@ def test_iha_terms_match_explicit_inverse(tiny, terms):
     np.testing.assert_allclose(_iha(tiny, terms=terms, eps=0.2), expected, rtol=1e-5, atol=1e-12)
 
 
+def test_without_leave_one_out_knowledge_grad_l0_is_grad_l1_for_every_record(tiny):
+    """``leave_one_out=False``: Eq. 8 with ``v0 = H^-1 grad L1`` for members too. From the
+    explicit terms: a member's ``v0`` gains back ``v1 / n``, so I2 gains ``2 c1 |v1|^2 / n``
+    and I4 ``alpha c2 v1.v11 / n``; non-members are unchanged."""
+    direct, lr = _direct(tiny, eps=0.2)
+    alpha, mu = RECIPE["weight_decay"], RECIPE["momentum"]
+    c1, c2 = 1 - lr * alpha / (1 + mu), 2 - lr * alpha / (1 + mu)
+    share = tiny.target_mask[tiny.audit] / len(tiny.study.train)
+    H = _hessian(tiny)
+    inverse = np.linalg.inv(H + 0.2 * np.eye(len(H)))
+    flat = hessian.FlatLoss(tiny.study.load_model("target", 0))
+    v1 = hessian.per_sample_gradients(flat, tiny.study.X, tiny.study.y)[0].numpy() @ inverse
+    i2 = direct["I2"] + 2 * c1 * share * (v1 * v1).sum(1)
+    i4 = direct["I4"] + alpha * c2 * share * (v1 * (v1 @ inverse)).sum(1)
+    expected = direct["loss"] - (direct["I1"] + i2 + direct["I3"] + i4) / lr
+    np.testing.assert_allclose(_iha(tiny, eps=0.2, leave_one_out=False), expected, rtol=1e-5)
+
+
 def test_leave_one_out_gradient_trick():
     """grad L1 - g1/n equals the gradient of (1/n) sum over D without z1, recomputed."""
     ctx = _case(30, 15, [3], epochs=5)
@@ -189,6 +207,52 @@ def test_chunked_hessian_equals_torch_func_hessian():
         inputs, labels = flat.tensors(X, y)
         whole = torch.func.hessian(flat.loss)(flat.theta, inputs, labels)
         torch.testing.assert_close(chunked, whole, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("spec", [{"arch": "mlp", "widths": []},
+                                  {"arch": "mlp", "widths": [6, 5], "activation": "leaky_relu"},
+                                  {"arch": "mlp", "widths": [4, 4, 3]}])
+def test_closed_form_mlp_products_equal_autograd(spec):
+    """The closed-form products of cross-entropy MLPs (several batches, several vectors) equal
+    the Hessian of torch.func; in float32 they agree to float32 precision."""
+    torch.manual_seed(1)
+    model = build_model(spec, (2, 3), 4)
+    X = np.random.default_rng(1).normal(size=(53, 2, 3)).astype(np.float32)
+    y = np.arange(53) % 4
+    flat = hessian.FlatLoss(model)
+    assert hessian._mlp_slopes(flat.model) is not None  # the closed form is what runs
+    inputs, labels = flat.tensors(X, y)
+    whole = torch.func.hessian(flat.loss)(flat.theta, inputs, labels)
+    vectors = torch.randn(5, flat.size, dtype=torch.float64)
+    products = hessian.hvp_function(flat, X, y, batch_size=20)
+    torch.testing.assert_close(products(vectors), vectors @ whole.T, rtol=1e-9, atol=1e-12)
+    single = hessian.hvp_function(flat, X, y, batch_size=20, precision=torch.float32)(vectors)
+    assert single.dtype == torch.float64
+    torch.testing.assert_close(single, vectors @ whole.T, rtol=1e-4, atol=1e-5)
+
+
+def test_other_models_take_the_autograd_products():
+    for spec in ({"arch": "mlp", "widths": [4], "dropout": 0.5}, {"arch": "logistic"},
+                 {"arch": "mlp", "widths": [4], "activation": "tanh"}):
+        model = build_model(spec, (3,), 2)
+        assert hessian._mlp_slopes(model) is None, spec
+
+
+def test_logistic_regression_has_one_logit_and_the_papers_mse():
+    """IHA's MNIST-Odd model: 785 parameters on 28 x 28 inputs; its logits are ``[0, s]``,
+    so the 2-class softmax is the sigmoid and the ``mse`` loss is ``(sigmoid(s) - y)^2``."""
+    model = build_model({"arch": "logistic"}, (1, 28, 28), 2)
+    assert sum(p.numel() for p in model.parameters()) == 785
+    x = torch.randn(6, 1, 28, 28)
+    y = torch.tensor([0, 1, 1, 0, 1, 0])
+    logits = model(x)
+    s = model.linear(x.flatten(1))[:, 0]
+    torch.testing.assert_close(logits[:, 0], torch.zeros(6))
+    torch.testing.assert_close(torch.softmax(logits, 1)[:, 1], torch.sigmoid(s))
+    torch.testing.assert_close(per_sample_loss("mse", logits, y),
+                               (torch.sigmoid(s) - y.float()) ** 2)
+    with pytest.raises(ValueError, match="2 classes"):
+        build_model({"arch": "logistic"}, (4,), 3)
 
 
 def test_low_rank_keeps_only_eigenpairs_above_eps():

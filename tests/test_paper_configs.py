@@ -17,7 +17,7 @@ from miarepro import config as miarepro_config
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPERS = ("bmia", "qmia", "iha", "subpop", "stolen-memories")
-SMALL = {"mlp", "cnn", "lenet", "catboost"}
+SMALL = {"mlp", "logistic", "cnn", "lenet", "catboost"}
 TRAINING = ("train", "train_tens")  # one model a job, or ten (a study's ten_per_job roles)
 
 

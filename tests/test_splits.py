@@ -83,9 +83,10 @@ def test_loo_records_alternate_members_and_grow_as_prefixes():
     member = splits.training_mask(split, "target", 0)[records]
     np.testing.assert_array_equal(member, [True, False] * 3)
     np.testing.assert_array_equal(splits.loo_records(split, 10)[:6], records)
-    loo = splits.training_indices(split, "loo", 2 * splits.STRIDE + 1)
+    loo = splits.training_indices(split, "loo", 1 * splits.STRIDE + 2)  # seed 1, record 2
     target = splits.training_indices(split, "target", 0)
     assert records[2] not in loo and len(loo) == len(target) - 1
+    assert np.isin(np.delete(target, np.searchsorted(target, records[2])), loo).all()
 
 
 def test_balanced_records_of_target_zero_are_the_loo_records():
@@ -139,3 +140,23 @@ def test_aligned_ood_copies_audit_only_the_copies_of_test_records():
     assert bool(again["ood_aligned"])
     np.testing.assert_array_equal(np.sort(splits.audit(again, "ood")[200:]),
                                   np.sort(again["target_test"] + 1000))
+
+
+def test_public_data_is_never_audited():
+    """The population where there is one; a partition's reference pool (QMIA's 50/50); and
+    nothing for a balanced split without a population, whose pool is the audit."""
+    qmia = splits.make_split(100, {"scheme": "partition", "seed": 0,
+                            "fractions": {"target_train": 0.4, "target_test": 0.2,
+                                          "reference_pool": 0.4}})
+    np.testing.assert_array_equal(splits.public(qmia), qmia["reference_pool"])
+    with_population = splits.make_split(100, {"scheme": "balanced", "seed": 0,
+                                       "population_fraction": 0.2})
+    np.testing.assert_array_equal(splits.public(with_population), with_population["population"])
+    balanced = splits.make_split(100, {"scheme": "balanced", "seed": 0})
+    assert len(splits.public(balanced)) == 0
+    for part in (qmia, with_population, balanced):
+        assert not np.isin(splits.public(part), part["audit"]).any()
+    assert not splits.has_public({"scheme": "balanced", "seed": 0})
+    assert splits.has_public({"scheme": "balanced", "seed": 0, "population_fraction": 0.1})
+    assert not splits.has_public({"scheme": "partition", "seed": 0,
+                                  "fractions": {"target_train": 0.5, "target_test": 0.5}})

@@ -103,24 +103,64 @@ def test_subpop_matches_a_hand_computation_on_a_stub_generator(study, attack):
 
 
 def test_natural_subpopulations_and_yeom_by_hand(study):
-    """With one neighbour, the natural score is the victim's loss on the attacker record whose
-    h is closest in angle (with the target's label) minus the target's loss; Yeom's is the
-    average training loss minus the loss."""
+    """With one neighbour, the natural score is the victim's loss on the attacker record of the
+    target's class whose h is closest in angle minus the target's loss; never a record of
+    another class, even where one is closer. Yeom's is the average training loss minus the
+    loss."""
     files, _ = study
     ctx = context(study, "subpop_natural")
-    ctx = dataclasses.replace(ctx, audit=ctx.audit[:4])
+    ctx = dataclasses.replace(ctx, audit=ctx.audit[:40])
     logits = ctx.target_logits[0].astype(np.float64)
     y = ctx.labels
     with torch.no_grad():
         h = victim_latent(files.load_model("target", 0))(torch.as_tensor(files.features()))
     z = torch.nn.functional.normalize(h.double(), dim=1).numpy()
-    nearest = ctx.population[np.argmax(z[ctx.audit] @ z[ctx.population].T, axis=1)]
+    similarity = z[ctx.audit] @ z[ctx.population].T
+    other_class = y[ctx.population][None, :] != y[ctx.audit][:, None]
+    nearest = ctx.population[np.argmax(np.where(other_class, -np.inf, similarity), axis=1)]
+    nearest_any = ctx.population[np.argmax(similarity, axis=1)]
+    assert (y[nearest] == y[ctx.audit]).all()
+    assert (y[nearest_any] != y[ctx.audit]).sum() >= 3  # the case the class restriction decides
     own = _loss(logits[ctx.audit], y[ctx.audit])
     expected = _loss(logits[nearest], y[ctx.audit]) - own
     assert np.allclose(get_attack("subpop_natural").fn(ctx, samples=1), expected, atol=1e-9)
     members = np.flatnonzero(ctx.target_mask)
     assert np.allclose(get_attack("yeom").fn(ctx),
                        _loss(logits[members], y[members]).mean() - own, atol=1e-9)
+
+
+def test_perfect_inverse_is_the_last_layer_at_the_noisy_latents(study):
+    """The perfect-inverse diagnostic: each crafted record's logits are the victim's last layer
+    at ``z (1 + beta eps)``, with the scoring's seeded noise; as beta vanishes the crafted
+    records are the target itself and every score is 0."""
+    files, _ = study
+    ctx = context(study, "subpop_inverse")
+    ctx = dataclasses.replace(ctx, audit=ctx.audit[:6])
+    model = files.load_model("target", 0)
+    head = model[-1]  # the MLP's last Linear: h is its input
+    with torch.no_grad():
+        z = victim_latent(model)(torch.as_tensor(files.features()[ctx.audit])).double().numpy()
+    eps = np.random.default_rng([ctx.seed, 0, 0x5B]).standard_normal((6, 2, z.shape[1]))
+    weight, bias = head.weight.detach().double().numpy(), head.bias.detach().double().numpy()
+    y = ctx.labels[ctx.audit]
+    crafted = (z[:, None] * (1 + 0.3 * eps)) @ weight.T + bias
+    losses = np.stack([_loss(crafted[:, k], y) for k in range(2)], axis=1)
+    own = _loss(ctx.target_logits[0, ctx.audit].astype(np.float64), y)
+    scores = get_attack("subpop_inverse").fn(ctx, samples=2, beta=0.3)
+    assert np.allclose(scores, losses.mean(axis=1) - own, atol=1e-5)
+    assert np.allclose(get_attack("subpop_inverse").fn(ctx, samples=3, beta=1e-9), 0, atol=1e-5)
+
+
+def test_a_perfect_inverse_does_not_separate_members(study):
+    """The diagnostic's point: with crafted records exactly at ``z (1 + beta eps)``, Eq. 3 is
+    the loss's average rise under latent noise, a curvature that is no larger for members
+    (a confident prediction saturates the softmax), so the AUC stays at or below chance at
+    every beta while the loss alone reaches 0.72 on this target (measured 0.42-0.50)."""
+    ctx = context(study, "subpop_inverse")
+    member = ctx.target_mask[ctx.audit]
+    assert metrics.auc(member, get_attack("yeom").fn(ctx)) > 0.65
+    for beta in (0.01, 0.05, 0.2):
+        assert metrics.auc(member, get_attack("subpop_inverse").fn(ctx, beta=beta)) < 0.52
 
 
 def _fit_watching_the_victim(files, **settings):

@@ -120,3 +120,33 @@ def test_paired_difference_needs_the_same_resampling():
     assert a.ratio(b).value == pytest.approx(0.5 / 0.3)
     with pytest.raises(ValueError, match="same targets"):
         a - u.Estimate(0.3, np.zeros(100), "bootstrap")
+
+
+def test_binomial_interval_is_clopper_pearson_by_hand():
+    """k = 0 of 10: the upper limit solves (1 - p)^10 = 0.025; k = 10 mirrors it; an
+    interior count matches scipy's exact interval."""
+    from scipy.stats import binomtest
+
+    none = u.Estimate(0.0, np.array([0.0, 10.0]), "binomial").interval()
+    assert none == pytest.approx((0.0, 1 - 0.025 ** 0.1))
+    every = u.Estimate(1.0, np.array([10.0, 10.0]), "binomial").interval()
+    assert every == pytest.approx((0.025 ** 0.1, 1.0))
+    exact = binomtest(7, 400).proportion_ci(0.95, method="exact")
+    assert u.Estimate(7 / 400, np.array([7.0, 400.0]), "binomial").interval() == pytest.approx(
+        (exact.low, exact.high))
+    with pytest.raises(ValueError):  # a proportion is compared with a constant, never paired
+        u.Estimate(0.1, np.array([1.0, 10.0]), "binomial") - u.Estimate(
+            0.2, np.array([2.0, 10.0]), "binomial")
+
+
+def test_empirical_fprs_pool_the_flagged_non_members_of_every_target():
+    frame = scores_frame(2, n=400)
+    nonmember = ~frame["member"].to_numpy()
+    flagged = np.zeros(len(frame), dtype=bool)
+    flagged[np.flatnonzero(nonmember)[[0, 1, 2, 250, 399]]] = True  # 3 of target 0's, 2 of 1's
+    frame["fpr@1%"] = flagged
+    estimate = u.estimates(u.metric_table(frame, (0.1,), seed=0, n_boot=100))["fpr@1%"]
+    assert estimate.method == "binomial"
+    np.testing.assert_array_equal(estimate.draws, [5, 400])
+    assert estimate.value == pytest.approx(5 / 400)
+    assert u.percent_scale("fpr@1%") == 100.0

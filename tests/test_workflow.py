@@ -190,9 +190,10 @@ def test_outputs_exist_with_expected_content(workflow):
                  "index.md"):
         assert (results / "artifacts" / name).stat().st_size > 0, name
     scores = pd.read_parquet(results / "studies/bal/scores/loss.parquet")
-    # the marginal threshold is a quantile of public losses: its pinball loss comes along
+    # the marginal threshold is a quantile of public losses: its pinball loss and the share of
+    # non-members above it (metrics.alphas) come along
     assert list(scores.columns) == ["sample", "target", "member", "score", "pinball@1%",
-                                    "pinball@10%"]
+                                    "pinball@10%", "fpr@1%", "fpr@5%", "fpr@10%"]
     assert sorted(scores["target"].unique()) == [0, 1]
     assert 0.3 < scores["member"].mean() < 0.7
     board = pd.read_csv(results / "artifacts/leaderboard.csv")
@@ -210,15 +211,17 @@ def test_outputs_exist_with_expected_content(workflow):
     assert "| part | lira_offline (n=8) | — |" in markdown and "not run in this study" in markdown
     claims = pd.read_csv(results / "artifacts/claims.csv")
     # the tiny study has BMIA, QMIA and Attack-P but no LiRA / RMIA / Attack-R: only BMIA
-    # against Attack-P and against QMIA is checked; and bayes-wb against the omniscient attack
-    checked = claims["claim"].isin(["BMIA-C11", "BMIA-C26", "SM-C1"])
+    # against Attack-P and against QMIA is checked; bayes-wb against the omniscient attack;
+    # and QMIA's Theorem 1 (its FPR at a = 1, 5, 10%) on the tabular study
+    checked = claims["claim"].isin(["BMIA-C11", "BMIA-C26", "SM-C1", "QMIA-C9", "QMIA-C10",
+                                    "QMIA-C11"])
     assert set(claims.loc[~checked, "verdict"]) == {"not run"}
-    assert "not run" not in set(claims.loc[checked, "verdict"]) and checked.sum() == 3
+    assert "not run" not in set(claims.loc[checked, "verdict"]) and checked.sum() == 6
     assert "claims.md" in (results / "artifacts/index.md").read_text()
     index = (results / "artifacts/index.md").read_text()
     assert "| BMIA-T1 |" in index
     assert "scaled-down proxy for purchase100 (tiny test config); the rest needs" in index
-    assert len(re.findall(r"^\| [A-Z]+-[A-Z0-9]+[a-z]? \|", index, re.M)) == 66
+    assert len(re.findall(r"^\| [A-Z]+-[A-Z0-9]+[a-z]? \|", index, re.M)) == 67
     card = yaml.safe_load((results / "studies/part/models/target/0.json").read_text())
     assert {"train_indices_sha256", "seed", "train_accuracy", "test_accuracy",
             "train_seconds"} <= set(card)

@@ -3,6 +3,7 @@
 ``claims/<paper>.yaml`` lists each claim: an ordering of two attacks at one metric
 (``greater``), an equivalence within a stated margin (``close``: "no significant difference"),
 a bound on one attack (``at_least`` / ``at_most``) or on the ratio of two (``ratio_at_least``),
+a value a theorem promises (``equals``: QMIA's FPR = a),
 or that an attack does best with reference models of the target's own architecture
 (``matched_best``: it beats the strongest of the study's instances of the same attack that
 take their references from another study), the artifact that shows it and the paper datasets
@@ -15,7 +16,8 @@ A claim is evaluated on every study of its paper whose ``paper_dataset`` it list
 quantity (difference, value or ratio) gets the 95% interval of :mod:`miarepro.uncertainty`,
 paired across the two attacks. The verdict is **holds** when the whole interval lies on the
 claimed side, **fails** when it lies wholly on the other side, and **inconclusive** otherwise,
-or when the audit cannot resolve the metric.
+or when the audit cannot resolve the metric. An ``equals`` claim holds when the interval
+contains the promised value (the audit cannot tell them apart) and fails when it excludes it.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from miarepro.artifacts import results as res
 from miarepro.uncertainty import Estimate
 
 CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
-KINDS = ("greater", "close", "at_least", "at_most", "ratio_at_least", "matched_best")
+KINDS = ("greater", "close", "at_least", "at_most", "ratio_at_least", "matched_best", "equals")
 KEYS = {"id", "artifact", "statement", "metric", "kind", "a", "b", "value", "datasets"}
 #: an attack side names the paper's attack and setting, and may measure it by another metric
 #: than the claim's (Stolen Memories: one attack's calibrated against uncalibrated precision)
@@ -105,6 +107,8 @@ def _compare(kind: str, a: float, b: float | None, value: float | None) -> bool:
         return a >= value
     if kind == "at_most":
         return a <= value
+    if kind == "equals":
+        return a == value
     return a / b >= value
 
 
@@ -128,6 +132,9 @@ def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimat
         fails = low > threshold or high < -threshold
     elif kind == "at_most":
         holds, fails = high <= threshold, low > threshold
+    elif kind == "equals":
+        holds = low <= threshold <= high
+        fails = not holds
     else:
         holds, fails = low >= threshold, high < threshold
     return ("holds" if holds else "fails" if fails else "inconclusive"), quantity
@@ -155,6 +162,18 @@ def find_attack(study_config: dict[str, Any], spec: dict[str, str],
                and (attack.get("paper_setting") or default) == spec.get("setting", "")]
     same = [name for name in matches if study_config["attacks"][name].get("records") == records]
     return (same or matches or [None])[0]
+
+
+def _shared_records(study_config: dict[str, Any], specs: list[dict[str, str]],
+                    default: str) -> int | None:
+    """The record count a claim's attacks are compared on: that of the first side whose
+    instance scores a subset (IHA's CG on 200 records), so the other side is taken on the
+    same records where the study has it; None (the whole audit) otherwise."""
+    for spec in specs:
+        name = find_attack(study_config, spec, default=default)
+        if name is not None and study_config["attacks"][name].get("records"):
+            return study_config["attacks"][name]["records"]
+    return None
 
 
 def strongest_rival(study: str, study_config: dict[str, Any], claim: Claim) -> str | None:
@@ -190,16 +209,13 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
             if dataset not in claim.datasets:
                 continue
             default = config["artifacts"].get(claim.artifact, {}).get("default_setting", "")
-            other = (find_attack(study_config, claim.b, default=default)
-                     if claim.b is not None else None)
-            records = study_config["attacks"][other].get("records") if other else None
-            names = [find_attack(study_config, claim.a, records, default)]
-            if claim.b is not None:
-                names.append(other)
-            elif claim.kind == "matched_best":
+            specs = [claim.a] + ([claim.b] if claim.b is not None else [])
+            records = _shared_records(study_config, specs, default)
+            names = [find_attack(study_config, spec, records, default) for spec in specs]
+            if claim.kind == "matched_best":
                 names.append(strongest_rival(study, study_config, claim))
             paper = [claim_paper_value(claim, dataset, spec, study_config.get("paper_model"))
-                     for spec in ([claim.a] + ([claim.b] if claim.b else []))]
+                     for spec in specs]
             artifact_path = f"results/artifacts/{artifact_file(claim.artifact)}"
             row = {"claim": claim.id, "paper": claim.paper, "statement": claim.statement,
                    "artifact": claim.artifact, "study": study, "paper_dataset": dataset,

@@ -21,9 +21,10 @@ whose targets share their references), and attack instances with equal fit param
 Attacks that threshold a score against a predicted non-member quantile (the marginal baseline,
 LiRA's OUT Gaussian, QMIA) may also register **quantiles**:
 ``quantiles(ctx, taus, **params) -> (statistic, thresholds)``, the target's statistic on the
-audited samples ``(N,)`` and the ``taus`` quantiles the attack implies for it ``(N, L)``. The
-score step then reports the pinball loss of those thresholds on the non-members (QMIA Tables 6
-and 7).
+audited samples ``(N,)`` and the ``taus`` quantiles the attack implies for it ``(N, L)``, or
+None where it implies none. The score step then reports the pinball loss of those thresholds
+on the non-members (QMIA Tables 6 and 7) and the share of non-members they flag (QMIA's
+Theorem 1: ``a`` at the ``1 - a`` quantile).
 """
 
 from __future__ import annotations
@@ -129,7 +130,8 @@ class AttackContext:
         """The attacker's records known to be non-members (:func:`miarepro.splits.public`)."""
         from miarepro.splits import public
 
-        return public({"population": self.population, "reference_pool": self.reference_pool})
+        return public({"population": self.population, "reference_pool": self.reference_pool,
+                       "audit": self.audit})
 
     @property
     def n_references(self) -> int:
@@ -178,7 +180,7 @@ class AttackContext:
 
 AttackFn = Callable[..., np.ndarray]
 FitFn = Callable[..., tuple[dict[str, np.ndarray], dict[str, Any]]]
-QuantileFn = Callable[..., tuple[np.ndarray, np.ndarray]]
+QuantileFn = Callable[..., tuple[np.ndarray, np.ndarray] | None]
 FIT_SCOPES = ("target", "references")
 
 
@@ -206,6 +208,8 @@ class AttackSpec:
     threshold: float | None = None
     #: runs the target on inputs of its own (``ctx.study`` is a :class:`QueryAccess`)
     queries: bool = False
+    #: trains on the attacker's public non-members (:func:`miarepro.splits.public`)
+    public_data: bool = False
 
     @property
     def loads_models(self) -> bool:
@@ -262,7 +266,7 @@ def register(
     name: str, *, needs_references: bool = False, needs_loo: bool = False, whitebox: bool = False,
     fit: FitFn | None = None, fit_scope: str = "target", quantiles: QuantileFn | None = None,
     fit_name: str = "", knows_training_set: bool = False, threshold: float | None = None,
-    queries: bool = False,
+    queries: bool = False, public_data: bool = False,
 ) -> Callable[[AttackFn], AttackFn]:
     """Register ``fn`` as attack family ``name``; the first docstring line describes it.
 
@@ -285,6 +289,7 @@ def register(
         REGISTRY[name] = AttackSpec(
             name, checked, needs_references, needs_loo, whitebox, doc[0] if doc else "",
             fit, fit_scope, quantiles, fit_name, knows_training_set, threshold, queries,
+            public_data,
         )
         return fn
 

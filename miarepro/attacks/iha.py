@@ -24,6 +24,9 @@ forms no Hessian: conjugate gradients on Hessian-vector products, ``(H + eps I) 
 
 Choices where the paper is silent (matrix §4.8), each also listed in a study's deviations:
 
+- the membership-dependent ``grad L0`` is Appendix D's protocol, and in the miniature all of
+  IHA's margin over LOSS comes from it (``leave_one_out=False`` scores without it; the IHA
+  studies list both and say so in their deviations);
 - a subset of terms keeps every term's Eq. 8 sign and coefficient: ``terms=[I1, I2]`` scores
   ``-(I1 + I2)/lr``, ``[loss, I1]`` scores ``l/(1+mu) - I1/lr``;
 - ``fraction < 1`` (Table 9) estimates ``grad L0`` from a seeded random ``fraction`` of the
@@ -179,7 +182,8 @@ class _Solver:
         if self._products is None:
             train = self.ctx.study.training_indices("target", self.ctx.target_index)
             self._products = hessian.hvp_function(self.flat, self.ctx.study.features()[train],
-                                                  self.ctx.labels[train])
+                                                  self.ctx.labels[train],
+                                                  precision=torch.float32)
         rhs = torch.as_tensor(coordinates, dtype=torch.float64, device=self.flat.theta.device)
         solution, report = hessian.conjugate_gradient(self._products, rhs, self.eps,
                                                       self.iterations, self.tolerance)
@@ -224,8 +228,11 @@ def iha(ctx: AttackContext, terms: list[Term] = ALL_TERMS, eps: Positive = 0.2,
         conditioning: Literal["damping", "low_rank"] = "damping",
         fraction: Annotated[float, Range(0, 1, low_open=True)] = 1.0,
         cg_iterations: Annotated[int, Range(1)] = 100,
-        cg_tolerance: Positive = 1e-6) -> np.ndarray:
-    """IHA (Suri et al.): Eq. 8 with inverse-Hessian terms and leave-one-out knowledge."""
+        cg_tolerance: Positive = 1e-6, leave_one_out: bool = True) -> np.ndarray:
+    """IHA (Suri et al.): Eq. 8 with inverse-Hessian terms and leave-one-out knowledge.
+
+    ``leave_one_out=False`` measures what that knowledge is worth: ``grad L0 = grad L1`` for
+    every record, members included, so no term depends on the record's membership."""
     if not terms:
         raise ValueError("iha: terms must name at least one of " + ", ".join(ALL_TERMS))
     if ctx.study is None:
@@ -237,6 +244,8 @@ def iha(ctx: AttackContext, terms: list[Term] = ALL_TERMS, eps: Positive = 0.2,
     n = len(train)
     solver = _Solver(ctx, eps, conditioning, cg_iterations, cg_tolerance)
     rest, scale, in_rest = _rest_gradient(ctx, solver, train, fraction)
+    if not leave_one_out:
+        in_rest = np.zeros_like(in_rest)
     rest_solution = solver.solve(rest[None])[0]
     c1 = 1.0 - lr * alpha / (1.0 + mu)
     c2 = 2.0 - lr * alpha / (1.0 + mu)

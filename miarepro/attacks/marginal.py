@@ -16,9 +16,12 @@ from miarepro.signals import Statistic
 
 
 def marginal_quantiles(ctx: AttackContext, taus: np.ndarray, statistic: Statistic = "loss",
-                       **_: object) -> tuple[np.ndarray, np.ndarray]:
+                       **_: object) -> tuple[np.ndarray, np.ndarray] | None:
     """The marginal baseline's threshold: one quantile of the statistic over the attacker's
-    public non-members, the same for every sample (Yeom et al.; QMIA's Lemma 1)."""
+    public non-members, the same for every sample (Yeom et al.; QMIA's Lemma 1); None where
+    the split leaves the attacker no public records."""
+    if not len(ctx.public):
+        return None
     value = ctx.target_statistic(statistic).mean(axis=0)
     public = ctx.target_statistic(statistic, ctx.public).mean(axis=0)
     return value, np.broadcast_to(np.quantile(public, taus), (len(value), len(taus)))

@@ -10,8 +10,10 @@ also listed in the studies' deviations:
   ``ε_j ~ N(0, (β z_j)²)``, ``z = h(x)``; every crafted record takes the target's label ``y``.
 - ``subpop_blackbox``: the same with a standard BiGAN's own encoder instead of ``h``; it only
   queries the victim.
-- ``subpop_natural``: the ``K`` nearest records to ``x`` by cosine similarity of ``h`` among
-  the attacker's records (SVHN's extra split at paper scale), no generator.
+- ``subpop_natural``: the ``K`` nearest records to ``x`` of its class by cosine similarity of
+  ``h`` among the attacker's records (SVHN's extra split at paper scale), no generator.
+- ``subpop_inverse`` (a diagnostic): Eq. 3 with a perfect inverse of ``h`` in place of the
+  generator, the victim's last layer applied to the noisy latents themselves.
 - ``yeom`` (Yeom et al. 2018): member iff the loss is below the target's average training
   loss, which the attacker is assumed to know.
 - ``merlin`` (Jayaraman et al. 2021, MERLIN): the fraction of ``T`` Gaussian perturbations
@@ -163,9 +165,11 @@ def trained_networks(fit: dict[str, np.ndarray]) -> tuple[Any, Any]:
 
 
 def _subpopulation_attack(ctx: AttackContext, study: Any, encode: Callable[[Any], Any],
-                          generator: Any, samples: int, beta: float) -> np.ndarray:
-    """Eq. 3 with ``samples`` records crafted from ``encode`` (``h``, or the black-box
-    variant's encoder); the victim is only queried."""
+                          crafted_logits: Callable[[np.ndarray], np.ndarray], samples: int,
+                          beta: float) -> np.ndarray:
+    """Eq. 3 with ``samples`` records crafted from noisy copies of each record's latent
+    ``encode(x)`` (``h``, or the black-box variant's encoder); ``crafted_logits`` maps the
+    ``(n K, d)`` noisy latents to the victim's logits on the records crafted from them."""
     import torch
 
     from miarepro.bigan import noisy_latents
@@ -177,12 +181,22 @@ def _subpopulation_attack(ctx: AttackContext, study: Any, encode: Callable[[Any]
         rows = ctx.audit[start : start + _CHUNK]
         with torch.no_grad():
             z = encode(torch.as_tensor(x[rows])).double().numpy()
-            latents = noisy_latents(z, beta, samples, rng).reshape(len(rows) * samples, -1)
-            crafted = generator(torch.as_tensor(latents, dtype=torch.float32)).numpy()
-        logits = study.query("target", ctx.target_index, crafted)
+        latents = noisy_latents(z, beta, samples, rng).reshape(len(rows) * samples, -1)
         losses[start : start + len(rows)] = signals.cross_entropy(
-            logits, np.repeat(y[rows], samples)).reshape(len(rows), samples)
+            crafted_logits(latents), np.repeat(y[rows], samples)).reshape(len(rows), samples)
     return subpopulation_scores(_target_loss(ctx), losses)
+
+
+def _generated(study: Any, target: int, generator: Any) -> Callable[[np.ndarray], np.ndarray]:
+    """The victim's logits on the records a generator crafts from latents (queries only)."""
+    import torch
+
+    def logits(latents: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            crafted = generator(torch.as_tensor(latents, dtype=torch.float32)).numpy()
+        return study.query("target", target, crafted)
+
+    return logits
 
 
 def _target_loss(ctx: AttackContext) -> np.ndarray:
@@ -201,7 +215,31 @@ def subpop(ctx: AttackContext, samples: Count = 30, beta: Positive = 0.05) -> np
     """Subpop: the victim's loss on the target against ``samples`` BiGAN-crafted neighbours."""
     study = _require_study(ctx, "Subpop")
     h = victim_latent(study.load_model("target", ctx.target_index))
-    return _subpopulation_attack(ctx, study, h, trained_networks(ctx.fit)[0], samples, beta)
+    generator = trained_networks(ctx.fit)[0]
+    return _subpopulation_attack(ctx, study, h, _generated(study, ctx.target_index, generator),
+                                 samples, beta)
+
+
+@register("subpop_inverse", whitebox=True)
+def subpop_inverse(ctx: AttackContext, samples: Count = 30, beta: Positive = 0.05
+                   ) -> np.ndarray:
+    """Subpop with a perfect inverse of ``h`` (a diagnostic, not the paper's attack): each
+    crafted record is the one whose latent is exactly ``z~ = z + eps``, so its logits are the
+    victim's last layer at ``z~``.
+
+    This is the limit a generator approaches as ``h(G(z~))`` tends to ``z~``. It isolates the
+    attack's mechanism from the generator's quality: if Eq. 3 is at chance here at every
+    ``beta``, a better BiGAN cannot lift it, as the crafted records' loss then follows the
+    target's own (both are the same function of ``z``)."""
+    from torch import nn
+
+    study = _require_study(ctx, "Subpop (perfect inverse)")
+    model = study.load_model("target", ctx.target_index)
+    head = [m for m in model.modules() if isinstance(m, nn.Linear)][-1]
+    weight = head.weight.detach().double().numpy()
+    bias = head.bias.detach().double().numpy()
+    return _subpopulation_attack(ctx, study, victim_latent(model),
+                                 lambda latents: latents @ weight.T + bias, samples, beta)
 
 
 @register("subpop_blackbox", queries=True, fit=fit_subpop_blackbox, fit_name="subpop_blackbox")
@@ -209,24 +247,28 @@ def subpop_blackbox(ctx: AttackContext, samples: Count = 30, beta: Positive = 0.
                     ) -> np.ndarray:
     """Subpop (black-box): a standard BiGAN's own encoder instead of the victim's ``h``."""
     generator, encoder = trained_networks(ctx.fit)
-    return _subpopulation_attack(ctx, _require_study(ctx, "Subpop (black-box)"), encoder,
-                                 generator, samples, beta)
+    study = _require_study(ctx, "Subpop (black-box)")
+    return _subpopulation_attack(ctx, study, encoder,
+                                 _generated(study, ctx.target_index, generator), samples, beta)
 
 
 @register("subpop_natural", whitebox=True)
 def subpop_natural(ctx: AttackContext, samples: Count = 30,
                    pool: Literal["population", "ood"] = "population") -> np.ndarray:
-    """Subpop with natural subpopulations: the nearest attacker records in ``h`` (cosine).
+    """Subpop with natural subpopulations: the nearest attacker records of the target's class
+    in ``h`` (cosine).
 
     ``pool``: the attacker's records (the split's population), or a dataset's records that no
-    model trains on (``ood``: SVHN's extra split with ``extra: true``, as in the paper)."""
+    model trains on (``ood``: SVHN's extra split with ``extra: true``, as in the paper). Only
+    records of the audited record's own class are its neighbours: the paper's subpopulation
+    shares the record's label (its crafted records take it), and a neighbour of another
+    class, scored with that label, would look like a high-loss record and drag every score
+    towards "member" for the records near a class boundary, non-members most (the reading
+    of the paper; with neighbours of any class the attack fell below chance)."""
     import torch
 
     study = _require_study(ctx, "Subpop (natural)")
     records = ctx.population if pool == "population" else study.parts(ctx.target_index)["ood"]
-    if len(records) < samples:
-        raise ValueError(f"natural subpopulations of {samples} records need at least as many "
-                         f"records in pool {pool!r}, got {len(records)}")
     h = victim_latent(study.load_model("target", ctx.target_index))
     x = study.features()
 
@@ -236,14 +278,23 @@ def subpop_natural(ctx: AttackContext, samples: Count = 30,
                                 for s in range(0, len(rows), 4096)])
         return z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)
 
-    pool_z = unit_latents(records)
-    neighbours = np.concatenate([  # the K most similar, in no particular order
-        np.argpartition(-unit_latents(ctx.audit[s : s + _CHUNK]) @ pool_z.T, samples - 1,
-                        axis=1)[:, :samples]
-        for s in range(0, len(ctx.audit), _CHUNK)])
-    logits = ctx.target_logits[0, records[neighbours]].astype(np.float64)  # (n, K, C)
-    labels = np.repeat(ctx.labels[ctx.audit], samples).reshape(len(ctx.audit), samples)
-    return subpopulation_scores(_target_loss(ctx), signals.cross_entropy(logits, labels))
+    labels = ctx.labels[ctx.audit]
+    neighbours = np.empty((len(ctx.audit), samples), dtype=np.int64)
+    for label in np.unique(labels):
+        same = records[ctx.labels[records] == label]
+        if len(same) < samples:
+            raise ValueError(f"natural subpopulations of {samples} records need at least as "
+                             f"many records of each class in pool {pool!r}; class {label} "
+                             f"has {len(same)}")
+        pool_z, rows = unit_latents(same), np.flatnonzero(labels == label)
+        for s in range(0, len(rows), _CHUNK):  # the K most similar, in no particular order
+            chunk = rows[s : s + _CHUNK]
+            nearest = np.argpartition(-unit_latents(ctx.audit[chunk]) @ pool_z.T, samples - 1,
+                                      axis=1)[:, :samples]
+            neighbours[chunk] = same[nearest]
+    logits = ctx.target_logits[0, neighbours].astype(np.float64)  # (n, K, C)
+    crafted_labels = np.repeat(labels, samples).reshape(len(ctx.audit), samples)
+    return subpopulation_scores(_target_loss(ctx), signals.cross_entropy(logits, crafted_labels))
 
 
 @register("yeom", threshold=0.0)
