@@ -145,3 +145,31 @@ def test_a_bound_and_a_side_measured_by_another_metric_are_evaluated(monkeypatch
     assert rows.loc["SM-C14", "verdict"] == "holds"  # 55% <= 64.2%
     assert rows.loc["SM-C13", "verdict"] == "holds"  # 70% calibrated > 50% uncalibrated
     assert rows.loc["SM-C13", "quantity"] == pytest.approx(0.20)
+
+
+def test_regime_says_within_2x_only_where_both_values_exist():
+    """A study without a baseline attack (NaN in the frame, as pandas fills it) shows dashes,
+    never "yes"; one with both values says yes or no per metric."""
+    import math
+
+    import pandas as pd
+
+    from miarepro.artifacts import regime
+
+    rows = pd.DataFrame([
+        {"study": "with", "paper": "iha", "train_accuracy": 1.0, "test_accuracy": 0.9,
+         "paper_test_accuracy": 0.9, "gap": 0.1, "paper_gap": None, "baseline": "loss",
+         "reference": "r", "baseline_auc": 0.6, "baseline_auc_low": 0.55,
+         "baseline_auc_high": 0.65, "baseline_auc_resolvable": True,
+         "paper_baseline_auc": 0.55, "within_2x_auc": True, "baseline_tpr@1%": 0.1,
+         "baseline_tpr@1%_low": 0.05, "baseline_tpr@1%_high": 0.15,
+         "baseline_tpr@1%_resolvable": True, "paper_baseline_tpr@1%": 1.0,
+         "within_2x_tpr@1%": False},
+        {"study": "without", "paper": "iha", "train_accuracy": 1.0, "test_accuracy": 0.9,
+         "paper_test_accuracy": None, "gap": 0.1, "paper_gap": None, "reference": math.nan}])
+    lines = regime.regime_markdown(rows)
+    with_row = next(line for line in lines if line.startswith("| with |"))
+    without_row = next(line for line in lines if line.startswith("| without |"))
+    assert with_row.endswith("| AUC: yes, TPR@1%: no |")
+    assert "yes" not in without_row and "nan" not in without_row
+    assert without_row.endswith("| — | — | — |")

@@ -22,7 +22,8 @@ def regime_rows(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
     """Per study: the target's accuracy and baseline leakage beside the calibration reference.
 
     The baseline's paper values come from ``paper_values.csv`` (never typed into the config);
-    ``within_2x`` says whether our value lies within a factor of two of the paper's.
+    ``within_2x`` says whether our value lies within a factor of two of the paper's, and is
+    None where either is missing (the table then says "—", never "yes").
     """
     rows = []
     for study in studies:
@@ -62,11 +63,12 @@ def regime_markdown(frame: pd.DataFrame) -> list[str]:
              "| baseline | AUC (ours / paper) | TPR@1% (ours / paper) | within 2x |",
              "|---|---|---|---|---|---|---|---|"]
     for row in frame.to_dict("records"):
-        baseline = row.get("baseline") or ""
+        baseline = "" if _missing(row.get("baseline")) else row["baseline"]
         auc_in_percent = uncertainty.percent_scale("auc", row.get("paper")) == 100
         checks = [row.get(f"within_2x_{m}") for m in ("auc", "tpr@1%")]
         verdict = ", ".join(f"{m}: {'yes' if c else 'no'}" for m, c in
-                            zip(("AUC", "TPR@1%"), checks, strict=True) if c is not None)
+                            zip(("AUC", "TPR@1%"), checks, strict=True)
+                            if not _missing(c)) or "—"
         lines.append(
             f"| {row['study']} | {percent(row['train_accuracy'])} | "
             f"{percent(row['test_accuracy'])} / {percent(row['paper_test_accuracy']) or '?'} | "
@@ -75,11 +77,16 @@ def regime_markdown(frame: pd.DataFrame) -> list[str]:
                f"{paper(row.get('paper_baseline_auc'), 2 if auc_in_percent else 3) or '?'} | "
                f"{res.format_estimate(_prefixed(row, 'tpr@1%'), 'tpr@1%')} / "
                f"{paper(row.get('paper_baseline_tpr@1%')) or '?'} | {verdict} |"
-               if baseline else " | | |"))
+               if baseline else "— | — | — |"))
     lines.append("")
     lines += [f"- {row['study']}: {row['reference']}" for row in frame.to_dict("records")
               if row.get("reference")]
     return lines
+
+
+def _missing(value: Any) -> bool:
+    """None, or NaN where a table had no value for the row (a study without a baseline)."""
+    return value is None or (isinstance(value, float) and pd.isna(value))
 
 
 def _prefixed(row: dict[str, Any], metric: str) -> dict[str, Any]:
