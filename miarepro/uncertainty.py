@@ -83,6 +83,19 @@ def percent_scale(metric: str, paper: str | None = None) -> float:
 DECISION_METRICS = ("accuracy", "advantage", "precision", "recall")
 
 
+def chance_level(metric: str) -> float | None:
+    """What an attack that knows nothing scores on ``metric`` (AUC 1/2, TPR at FPR ``a`` equal
+    to ``a``, precision and accuracy 1/2, advantage 0), or None where the metric has no such
+    level (recall, pinball losses, FPRs, seconds)."""
+    base = metric.split("@cal")[0]
+    fpr = metric_fpr(base)
+    if base == "auc" or (fpr is not None and base.startswith("precision")):
+        return 0.5
+    if fpr is not None and base.startswith("tpr"):
+        return fpr
+    return {"accuracy": 0.5, "advantage": 0.0, "precision": 0.5}.get(base)
+
+
 def decision_name(level: float | None) -> str:
     """The scores column of an attack's member calls: at its own threshold (``decision``) or
     calibrated by Algorithm 3 at ``level`` (``decision@cal90`` for 0.9)."""

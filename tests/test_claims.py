@@ -46,12 +46,30 @@ def claim(kind: str, value=None, metric: str = "tpr@1%") -> cl.Claim:
     (estimate(0.05, 0.01), estimate(0.02, 0.01), "holds"),
     (estimate(0.02, 0.01), estimate(0.05, 0.01), "fails"),
     (estimate(0.05, 0.04), estimate(0.04, 0.01), "inconclusive"),
-    (estimate(0.05, 0.01, resolvable=False), estimate(0.02, 0.01), "inconclusive"),
+    (estimate(0.05, 0.01, resolvable=False), estimate(0.02, 0.01), "not resolvable"),
 ])
 def test_ordering_verdicts(a, b, expected):
     outcome, difference = cl.verdict(claim("greater"), a, b)
     assert outcome == expected
     assert difference.value == pytest.approx(a.value - b.value)
+
+
+@pytest.mark.parametrize(("a", "b", "kind", "expected"), [
+    # both TPRs@1% contain the chance level 1%: neither order nor parity can be tested
+    (estimate(0.012, 0.004), estimate(0.010, 0.004), "greater", "no signal"),
+    (estimate(0.012, 0.004), estimate(0.010, 0.004), "close", "no signal"),
+    # one attack above chance: the claim is testable (here the difference straddles 0)
+    (estimate(0.030, 0.015), Estimate(0.02, np.linspace(0.035, 0.005, 1001), "bootstrap"),
+     "greater", "inconclusive"),
+])
+def test_no_signal_when_every_compared_attack_is_at_chance(a, b, kind, expected):
+    assert cl.verdict(claim(kind, 1.0 if kind == "close" else None), a, b)[0] == expected
+
+
+def test_a_bound_on_one_attack_at_chance_is_still_checked():
+    """'No signal' is for orderings and parities: an upper bound (SM-C14, DP bounds the
+    attack) is decided by the interval, at chance or not."""
+    assert cl.verdict(claim("at_most", 2.0), estimate(0.010, 0.004), None)[0] == "holds"
 
 
 def test_paired_draws_decide_even_when_marginal_intervals_overlap():
@@ -173,3 +191,21 @@ def test_regime_says_within_2x_only_where_both_values_exist():
     assert with_row.endswith("| AUC: yes, TPR@1%: no |")
     assert "yes" not in without_row and "nan" not in without_row
     assert without_row.endswith("| — | — | — |")
+
+
+def test_no_claim_of_a_covered_paper_is_dropped():
+    """A study of QMIA standing in for CIFAR-10 with none of the claims' attacks: every QMIA
+    claim gets a row, "not run", saying what is missing (an attack of this study, or a study
+    for the claim's datasets and what the paper's artifact needs)."""
+    config = {"studies": {"q": {"paper": "qmia", "paper_dataset": "cifar10",
+                                "attacks": {"x": {"attack": "marginal"}}}},
+              "artifacts": {}}
+    table = cl.evaluate(config, ["q"]).set_index("claim")
+    assert set(table.index) == {c.id for c in cl.load_claims("qmia")}
+    assert set(table["verdict"]) == {"not run"}
+    assert table.loc["QMIA-C1", "ours"] == "needs qmia and marginal in this study"
+    assert table.loc["QMIA-C3", "study"] == ""
+    assert table.loc["QMIA-C3", "ours"].startswith(
+        "no study of this run stands in for cinic10, imagenet (the paper's QMIA-T1 needs")
+    assert set(cl.VERDICTS) == {"holds", "fails", "inconclusive", "not resolvable",
+                                "no signal", "not run"}

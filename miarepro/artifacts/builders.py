@@ -316,7 +316,7 @@ def _lazy(module: str, function: str) -> Callable[..., Any]:
 BUILDERS: dict[str, Builder] = {
     "leaderboard": Builder("table", leaderboard, "cross-paper leaderboard", ("studies", "fprs")),
     "claims": Builder("table", _lazy("claims", "build"),
-                      "the papers' claims: holds / fails / inconclusive"),
+                      "the papers' claims and their verdicts"),
     "paper_table": Builder("table", paper_table, "a paper's table, ours beside theirs",
                            ("studies", "metrics", "attacks", "default_setting",
                             "paper_dataset"),

@@ -14,10 +14,19 @@ The paper's own numbers come from ``paper_values.csv``; nothing is typed in twic
 
 A claim is evaluated on every study of its paper whose ``paper_dataset`` it lists. The compared
 quantity (difference, value or ratio) gets the 95% interval of :mod:`miarepro.uncertainty`,
-paired across the two attacks. The verdict is **holds** when the whole interval lies on the
-claimed side, **fails** when it lies wholly on the other side, and **inconclusive** otherwise,
-or when the audit cannot resolve the metric. An ``equals`` claim holds when the interval
-contains the promised value (the audit cannot tell them apart) and fails when it excludes it.
+paired across the two attacks. The verdicts form a closed vocabulary (:data:`VERDICTS`):
+
+- **holds**: the whole interval lies on the claimed side (an ``equals`` claim: it contains
+  the promised value, so the audit cannot tell them apart);
+- **fails**: it lies wholly on the other side (``equals``: it excludes the value);
+- **inconclusive**: it straddles the claimed boundary;
+- **not resolvable**: the audit cannot resolve the metric (too few non-members for a TPR at
+  that FPR, or too few members or non-members), so there is no interval to read;
+- **no signal**: an ordering or parity of attacks whose every side is indistinguishable from
+  chance (each interval contains the metric's chance level): such a claim cannot be tested,
+  and a "holds" there would be vacuous;
+- **not run**: this run has no study for the claim's datasets, or the study lacks one of its
+  attacks; the row says which. No claim of a paper the run covers is left out.
 """
 
 from __future__ import annotations
@@ -36,6 +45,9 @@ from miarepro.uncertainty import Estimate
 
 CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
 KINDS = ("greater", "close", "at_least", "at_most", "ratio_at_least", "matched_best", "equals")
+VERDICTS = ("holds", "fails", "inconclusive", "not resolvable", "no signal", "not run")
+#: kinds that compare attacks (an ordering, a parity or a ratio), which chance cannot test
+COMPARISONS = ("greater", "close", "ratio_at_least", "matched_best")
 KEYS = {"id", "artifact", "statement", "metric", "kind", "a", "b", "value", "datasets"}
 #: an attack side names the paper's attack and setting, and may measure it by another metric
 #: than the claim's (Stolen Memories: one attack's calibrated against uncalibrated precision)
@@ -113,7 +125,7 @@ def _compare(kind: str, a: float, b: float | None, value: float | None) -> bool:
 
 
 def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimate]:
-    """(holds / fails / inconclusive, the compared quantity) from paired estimates."""
+    """(one of :data:`VERDICTS` but "not run", the compared quantity) from paired estimates."""
     scale = uncertainty.percent_scale(claim.metric, claim.paper)  # claims: the paper's units
     kind = "greater" if claim.kind == "matched_best" else claim.kind  # against its best rival
     if kind in ("greater", "close"):
@@ -123,7 +135,9 @@ def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimat
     else:
         quantity, threshold = a, claim.value / scale
     if not quantity.resolvable:
-        return "inconclusive", quantity
+        return "not resolvable", quantity
+    if claim.kind in COMPARISONS and _at_chance(claim, a, b):
+        return "no signal", quantity
     low, high = quantity.interval()
     if kind == "greater":
         holds, fails = low > threshold, high < threshold
@@ -138,6 +152,18 @@ def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimat
     else:
         holds, fails = low >= threshold, high < threshold
     return ("holds" if holds else "fails" if fails else "inconclusive"), quantity
+
+
+def _at_chance(claim: Claim, a: Estimate, b: Estimate) -> bool:
+    """Whether every side's interval contains its metric's chance level (False where the
+    metric has none)."""
+    sides = ((a, claim.a), (b, claim.b or claim.a))
+    for estimate, side in sides:
+        level = uncertainty.chance_level(side.get("metric", claim.metric))
+        low, high = estimate.interval()
+        if level is None or not low <= level <= high:
+            return False
+    return True
 
 
 def claim_paper_value(claim: Claim, dataset: str, spec: dict[str, str],
@@ -223,8 +249,10 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                    "paper_b": paper[1] if len(paper) > 1 else None,
                    "command": f"snakemake --profile profiles/local {artifact_path}"}
             if None in names:
+                absent = [_spec_text(spec) for spec, name in zip(specs, names, strict=False)
+                          if name is None] or ["the strongest rival"]
                 rows.append({**row, "verdict": "not run",
-                             "ours": "attack not in this study"})
+                             "ours": f"needs {' and '.join(absent)} in this study"})
                 continue
             sides = [claim.a, claim.b or claim.a][: len(names)]  # matched_best's rival: a
             estimates = [res.attack_estimates(res.RESULTS, study, n)[
@@ -237,7 +265,26 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                          "ours": _describe(claim, estimates, quantity) + rival,
                          "quantity": quantity.value, "quantity_low": quantity.interval()[0],
                          "quantity_high": quantity.interval()[1]})
+    papers = dict.fromkeys(config["studies"][study]["paper"] for study in studies)
+    evaluated = {row["claim"] for row in rows}
+    rows += [_not_run_anywhere(claim) for paper in papers for claim in load_claims(paper)
+             if claim.id not in evaluated]
     return pd.DataFrame(rows)
+
+
+def _spec_text(spec: dict[str, str]) -> str:
+    return spec["attack"] + (f" ({spec['setting']})" if spec.get("setting") else "")
+
+
+def _not_run_anywhere(claim: Claim) -> dict[str, Any]:
+    """The row of a claim no study of the run stands for: what it would need."""
+    needs = catalog.load_catalog()[claim.artifact]["needs"]
+    return {"claim": claim.id, "paper": claim.paper, "statement": claim.statement,
+            "artifact": claim.artifact, "study": "", "paper_dataset": "", "metric": claim.metric,
+            "verdict": "not run",
+            "ours": (f"no study of this run stands in for {', '.join(claim.datasets)}"
+                     + (f" (the paper's {claim.artifact} needs {', '.join(needs)})"
+                        if needs else ""))}
 
 
 def _describe(claim: Claim, estimates: list[Estimate], quantity: Estimate) -> str:
@@ -266,39 +313,57 @@ def _paper_text(claim: Claim, a: float | None, b: float | None) -> str:
     return f"{a:g}" + (f" vs {b:g}" if claim.b is not None else "")
 
 
+VERDICT_TEXT = (
+    "**holds**: the 95% interval of the compared quantity (paired across the two attacks) "
+    "lies wholly on the claimed side; **fails**: wholly on the other side; **inconclusive**: it "
+    "straddles; **not resolvable**: the audit cannot resolve the metric (n/r); **no signal**: "
+    "every attack the claim compares is indistinguishable from chance, so an ordering or a "
+    "parity cannot be tested; **not run**: the run has no study or attack for it (the row "
+    "says which). An `equals` claim (a theorem's value) holds when the interval contains it.")
+
+
 def build(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
-    """``claims.csv`` and ``claims.md``: every claim this configuration can check."""
+    """``claims.csv`` and ``claims.md``: every claim of the papers this configuration covers.
+
+    The page opens with the verdicts per paper and the failing claims with their figures,
+    then each paper's claims, failures first, and what the rest would need.
+    """
     studies = [s for s in res.studies_of(settings, config)
                if load_claims(config["studies"][s]["paper"])]
     table = evaluate(config, studies)
     io.write_table(prefix + ".csv", table)
-    counts = table["verdict"].value_counts() if len(table) else pd.Series(dtype=int)
+    table["order"] = table["verdict"].map(VERDICTS.index)
+    summary = pd.crosstab(table["paper"], table["verdict"]).reindex(columns=list(VERDICTS),
+                                                                     fill_value=0)
     lines = ["# Claims", "",
              "Each headline claim of the papers as a checkable statement, evaluated on this run. "
-             "**holds**: the 95% interval of the compared quantity (paired across the two "
-             "attacks) lies wholly on the claimed side; **fails**: wholly on the other side; "
-             "**inconclusive**: it straddles, or the audit cannot resolve the metric (n/r). "
-             "TPR in %.", "", builders.interval_note(config), "",
-             "Verdicts: " + (", ".join(f"{k} {v}" for k, v in counts.items()) or "none"), "",
-             "## Regime", "", *regime.regime_markdown(regime.regime_rows(config, studies)),
-             ""]
+             + VERDICT_TEXT + " TPR in %.", "", builders.interval_note(config), "",
+             "| paper | " + " | ".join(VERDICTS) + " |", "|---" * (len(VERDICTS) + 1) + "|",
+             *[f"| {paper} | " + " | ".join(str(v) for v in counts) + " |"
+               for paper, counts in summary.iterrows()], "",
+             "## Failing claims", "", *_claim_rows(table[table["verdict"] == "fails"]), "",
+             "## Regime", "", *regime.regime_markdown(regime.regime_rows(config, studies)), ""]
     for paper, group in table.groupby("paper", sort=False):
-        lines += [f"## {paper}", "",
-                  "| claim | statement | study (stands in for) | artifact and command | paper | "
-                  "ours | verdict |", "|---|---|---|---|---|---|---|"]
-        claims = {c.id: c for c in load_claims(paper)}
-        evaluated = group[group["verdict"] != "not run"]
-        for row in evaluated.to_dict("records"):
-            lines.append(
-                f"| {row['claim']} | {row['statement']} | {row['study']} "
-                f"({row['paper_dataset']}) | [{row['artifact']}]"
-                f"({artifact_file(row['artifact'])}): "
-                f"`{row['command']}` | "
-                f"{_paper_text(claims[row['claim']], row['paper_a'], row['paper_b'])} | "
-                f"{row['ours']} | **{row['verdict']}** |")
-        lines.append("")
+        evaluated = group[group["verdict"] != "not run"].sort_values("order", kind="stable")
+        lines += [f"## {paper}", "", *_claim_rows(evaluated), ""]
         for study, missing in group[group["verdict"] == "not run"].groupby("study", sort=False):
-            lines.append(f"Not run on {study}: {', '.join(missing['claim'])} (their attacks "
-                         "are not in this study).")
+            reasons = "; ".join(f"{row['claim']}: {row['ours']}"
+                                for row in missing.to_dict("records"))
+            lines.append(f"Not run on {study}: {reasons}." if study else f"Not run: {reasons}.")
         lines.append("")
     io.write_text(prefix + ".md", "\n".join(lines))
+
+
+def _claim_rows(rows: pd.DataFrame) -> list[str]:
+    """A Markdown table of evaluated claims: statement, study, artifact with its command, the
+    paper's numbers, ours with intervals, the verdict."""
+    lines = ["| claim | statement | study (stands in for) | artifact and command | paper | ours | "
+             "verdict |", "|---|---|---|---|---|---|---|"]
+    for row in rows.to_dict("records"):
+        claim = {c.id: c for c in load_claims(row["paper"])}[row["claim"]]
+        lines.append(
+            f"| {row['claim']} | {row['statement']} | {row['study']} ({row['paper_dataset']}) "
+            f"| [{row['artifact']}]({artifact_file(row['artifact'])}): `{row['command']}` | "
+            f"{_paper_text(claim, row['paper_a'], row['paper_b'])} | {row['ours']} | "
+            f"**{row['verdict']}** |")
+    return lines if len(rows) else ["None."]
