@@ -47,6 +47,7 @@ rule index:
         report("results/artifacts/index.md", caption="../report/index.rst",
                category=artifact_report.ACROSS_PAPERS, subcategory="Index",
                labels={"artifact": "index", "title": "every artifact of the five papers"}),
+        "results/artifacts/deviations.md",
     params:
         artifacts=config["artifacts"],
         studies=config["studies"],

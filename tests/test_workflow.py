@@ -220,7 +220,13 @@ def test_outputs_exist_with_expected_content(workflow):
     assert "claims.md" in (results / "artifacts/index.md").read_text()
     index = (results / "artifacts/index.md").read_text()
     assert "| BMIA-T1 |" in index
-    assert "scaled-down proxy for purchase100 (tiny test config); the rest needs" in index
+    assert ("scaled-down proxy for purchase100 (deviations: [part](deviations.md#part)); "
+            "the rest needs") in index
+    # each study's deviations once, under the heading the index links to
+    deviations = (results / "artifacts/deviations.md").read_text()
+    assert deviations.count("tiny test config") == len(
+        [s for s in TINY["studies"].values() if "tiny test config" in s.get("deviations", [])])
+    assert "## part\n" in deviations
     assert len(re.findall(r"^\| [A-Z]+-[A-Z0-9]+[a-z]? \|", index, re.M)) == 67
     card = yaml.safe_load((results / "studies/part/models/target/0.json").read_text())
     assert {"train_indices_sha256", "seed", "train_accuracy", "test_accuracy",
