@@ -190,7 +190,7 @@ def _fit_torch(X: np.ndarray, targets_np: np.ndarray, X_val: np.ndarray,
                               for i in range(0, len(features), 4096)]).double().numpy()
 
     losses: list[float] = []
-    best_state = None
+    best, best_state = 0, None
     for epoch in range(int(recipe["epochs"])):
         model.train()
         order = torch.randperm(len(inputs), generator=generator)
@@ -210,13 +210,13 @@ def _fit_torch(X: np.ndarray, targets_np: np.ndarray, X_val: np.ndarray,
         losses.append(loss_of(raw(X_val)))
         if report is not None:
             report(epoch, losses[-1])
-        if losses[-1] <= min(losses):
-            best_state = copy.deepcopy(model.state_dict())
-        elif epoch - int(np.argmin(losses)) >= int(recipe["patience"]):
+        if losses[-1] < losses[best] or best_state is None:
+            best, best_state = epoch, copy.deepcopy(model.state_dict())
+        elif epoch - best >= int(recipe["patience"]):
             break
     model.load_state_dict(best_state)
     model.eval()
-    return raw, losses, f"epoch {int(np.argmin(losses)) + 1} of {len(losses)}"
+    return raw, losses, f"epoch {best + 1} of {len(losses)}"
 
 
 def validation_loss(arrays: dict[str, np.ndarray], scores: np.ndarray,
