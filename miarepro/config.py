@@ -199,6 +199,35 @@ def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> N
     baseline = study.get("regime", {}).get("baseline")
     if baseline is not None and baseline not in study["attacks"]:
         raise _fail(f"{where}.regime.baseline", unknown("attack", baseline, study["attacks"]))
+    _check_paper_keys(where, study)
+
+
+def _check_paper_keys(where: str, study: dict[str, Any]) -> None:
+    """``paper_dataset``, ``paper_attack`` and ``paper_setting`` must name what the paper prints
+    (``paper_values.csv``) or plots (``paper_keys.yaml``): a typo would blank the paper column
+    and turn the claims that read it into "not run"."""
+    from miarepro.artifacts.catalog import paper_keys
+
+    paper = study["paper"]
+    keys = paper_keys(paper)
+    owner = f"paper {paper!r} (paper_values.csv, paper_keys.yaml)"
+    if "paper_dataset" in study and study["paper_dataset"] not in keys.datasets:
+        raise _fail(f"{where}.paper_dataset", unknown("dataset", study["paper_dataset"],
+                                                      keys.datasets, owner))
+    for name, entry in study["attacks"].items():
+        at = f"{where}.attacks.{name}"
+        if "paper_setting" in entry and "paper_attack" not in entry:
+            raise _fail(f"{at}.paper_setting", "names a setting of the paper's attack: give "
+                        "paper_attack too")
+        if "paper_attack" not in entry:
+            continue
+        attack = entry["paper_attack"]
+        if attack not in keys.settings:
+            raise _fail(f"{at}.paper_attack", unknown("attack", attack, keys.settings, owner))
+        setting = entry.get("paper_setting")
+        if setting is not None and setting not in keys.settings[attack]:
+            raise _fail(f"{at}.paper_setting", unknown(
+                "setting", setting, keys.settings[attack], f"attack {attack!r} of {owner}"))
 
 
 def _check_dp(where: str, study: dict[str, Any], sizes: dict[str, int]) -> None:
@@ -337,6 +366,26 @@ def _check_artifacts(config: dict[str, Any]) -> None:
                     "attack", attack, config["studies"][study]["attacks"],
                     f"study {study!r}"))
         _check_measured(settings, config["metrics"], where)
+        _check_artifact_paper_keys(where, settings, [config["studies"][s] for s in studies])
+
+
+def _check_artifact_paper_keys(where: str, settings: dict[str, Any],
+                               studies: list[dict[str, Any]]) -> None:
+    """An artifact's ``paper_dataset`` (a stand-in's paper dataset) and ``default_setting`` (the
+    paper setting of instances without one) must be names of its studies' papers."""
+    from miarepro.artifacts.catalog import paper_keys
+
+    keys = [paper_keys(paper) for paper in sorted({study["paper"] for study in studies})]
+    if "paper_dataset" in settings:
+        known = set().union(*(k.datasets for k in keys))
+        if settings["paper_dataset"] not in known:
+            raise _fail(f"{where}.paper_dataset", unknown("dataset", settings["paper_dataset"],
+                                                          known, "the studies' papers"))
+    if "default_setting" in settings:
+        known = set().union(*(s for k in keys for s in k.settings.values()))
+        if settings["default_setting"] not in known:
+            raise _fail(f"{where}.default_setting", unknown(
+                "setting", settings["default_setting"], known, "the studies' papers"))
 
 
 def _check_measured(settings: dict[str, Any], metrics: dict[str, Any], where: str) -> None:

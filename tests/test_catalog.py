@@ -256,6 +256,10 @@ def test_contradictions_are_flagged(values: pd.DataFrame) -> None:
     assert t1["value"] == pytest.approx(48.56) and "48.70" in t1["note"]
 
 
+PAPER_KEYS_SKELETON = "".join(f"{paper}: []\n" for paper in cat.PAPERS.values()
+                              if paper != "bmia")
+
+
 def test_unknown_artifact_is_rejected() -> None:
     with pytest.raises(ValueError, match="BMIA-T9"):
         cat.paper_values("BMIA-T9")
@@ -274,6 +278,32 @@ def test_bad_paper_values_are_rejected() -> None:
         cat.check_paper_values(broken)
     with pytest.raises(ValueError, match="duplicate"):
         cat.check_paper_values(pd.concat([raw, raw.iloc[:1]], ignore_index=True))
+
+
+def test_paper_keys_are_the_printed_cells_and_the_documented_series() -> None:
+    bmia = cat.paper_keys("bmia")
+    assert {"purchase100", "cifar10", "cifar10_architectures"} <= bmia.datasets  # printed, plotted
+    assert "cifar10_vs_cinic10" in bmia.datasets and "cinic10" not in bmia.datasets
+    assert {"n=2", "n=4", "n=8"} <= bmia.settings["lira_offline"]
+    assert "n=1;hessian=full" in bmia.settings["bmia"]  # Figure 5 plots it, no table prints it
+    assert "omniscient" not in bmia.settings and "omniscient" in cat.paper_keys(
+        "stolen-memories").settings
+    every = cat.paper_keys("cross-paper")  # a cross-paper study may name any paper's keys
+    assert every.datasets >= bmia.datasets | cat.paper_keys("iha").datasets
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("bmia: []", "one entry per paper"),
+    (PAPER_KEYS_SKELETON + "bmia: [{artifacts: [BMIA-F5], attacks: {bmia: [x]}}]",
+     "needs 'why'"),
+    (PAPER_KEYS_SKELETON + "bmia: [{why: w, attacks: {bmia: [x]}}]",
+     "either 'artifacts' or 'variant: true'"),
+    (PAPER_KEYS_SKELETON + "bmia: [{artifacts: [BMIA-F99], why: w}]", "BMIA-F99"),
+    (PAPER_KEYS_SKELETON + "bmia: [{variant: true, why: w, setting: x}]", "unknown key"),
+])
+def test_bad_paper_keys_are_rejected_by_entry(text: str, words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        cat.parse_paper_keys(text)
 
 
 def test_paper_rows_without_an_attack_instance_are_shown_as_not_run():

@@ -128,6 +128,16 @@ def test_ratio_verdict():
      "b: {attack: y}, datasets: [d]}", "not a checklist ID"),
     ("- {id: C, artifact: BMIA-T1, statment: s, metric: auc, kind: greater, a: {attack: x}, "
      "b: {attack: y}, datasets: [d]}", "unknown key"),
+    # names the paper does not use would match no study: the claim would be "not run" forever
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: greater, a: {attack: bmia}, "
+     "b: {attack: attack_p}, datasets: [purchase-100]}",
+     "C: datasets: unknown dataset 'purchase-100' .did you mean 'purchase100'"),
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: greater, a: {attack: bmia}, "
+     "b: {attack: atack_p}, datasets: [purchase100]}",
+     "C: b.attack: unknown attack 'atack_p' .did you mean 'attack_p'"),
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: greater, "
+     "a: {attack: lira_offline, setting: n=9}, b: {attack: attack_p}, datasets: [purchase100]}",
+     "C: a.setting: unknown setting 'n=9' of attack 'lira_offline'"),
 ])
 def test_bad_claims_are_rejected_by_name(text, message):
     with pytest.raises(ValueError, match=message):

@@ -169,6 +169,20 @@ PROBES = [
      ["artifacts.BMIA-F2.studies", "one study"]),
     (lambda c: c["artifacts"]["BMIA-F2"].pop("attacks"), ["artifacts.BMIA-F2.attacks",
                                                           "required"]),
+    # a paper key that names nothing of the paper would blank its column and its claims
+    (lambda c: bmia(c)["attacks"]["bmia"].update(paper_attack="bmai"),
+     ["studies.bmia-purchase.attacks.bmia.paper_attack", "'bmai'", "did you mean 'bmia'",
+      "paper_values.csv"]),
+    (lambda c: bmia(c)["attacks"]["lira-n2"].update(paper_setting="n=99"),
+     ["attacks.lira-n2.paper_setting", "'n=99'", "attack 'lira_offline'", "'n=2'"]),
+    (lambda c: bmia(c)["attacks"]["loss"].update(paper_setting="n=2"),
+     ["attacks.loss.paper_setting", "give paper_attack too"]),
+    (lambda c: bmia(c).update(paper_dataset="purchase-100"),
+     ["studies.bmia-purchase.paper_dataset", "did you mean 'purchase100'"]),
+    (lambda c: c["artifacts"]["IHA-T4"].update(paper_dataset="purchase100s"),
+     ["artifacts.IHA-T4.paper_dataset", "did you mean 'purchase100_s'"]),
+    (lambda c: c["artifacts"]["IHA-T9"].update(default_setting="fraction=1"),
+     ["artifacts.IHA-T9.default_setting", "'fraction=1'", "did you mean 'fraction=1.0'"]),
 ]
 
 

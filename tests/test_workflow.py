@@ -738,3 +738,15 @@ def test_missing_datasets_are_reported_together_before_any_job(tmp_path):
     assert "1 dataset(s) will be downloaded" in result.stderr
     assert re.search(r"^- tiny-tab \(source pima, for ", result.stderr, re.M)
     assert not (tmp_path / "results").exists()
+
+
+def test_a_paper_key_typo_fails_the_dry_run_naming_the_key(tmp_path):
+    config = copy.deepcopy(TINY)
+    study = next(s for s in config["studies"].values() if "bmia" in s["attacks"])
+    study["attacks"]["bmia"]["paper_setting"] = "n=11"
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    result = subprocess.run(
+        [*SNAKEMAKE, "--directory", str(tmp_path), "--configfile", str(tmp_path / "config.yaml"),
+         "--cores", "1", "--dry-run"], capture_output=True, text=True, check=False)
+    assert result.returncode != 0
+    assert "attacks.bmia.paper_setting: unknown setting 'n=11'" in result.stdout + result.stderr

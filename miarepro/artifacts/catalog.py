@@ -29,6 +29,7 @@ are omitted):
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from miarepro import io
 HERE = Path(__file__).resolve().parent
 CATALOG_PATH = HERE / "catalog.yaml"
 PAPER_VALUES_PATH = HERE / "paper_values.csv"
+PAPER_KEYS_PATH = HERE / "paper_keys.yaml"
 
 #: Checklist IDs: paper prefix, T(able) / F(igure) / X (text), a number and an optional panel.
 ID_PATTERN = re.compile(r"^(BMIA|SM|QMIA|IHA|SUB)-([TFX])(\d+)([a-z]?)$")
@@ -188,6 +190,58 @@ def paper_values(artifact: str | None = None) -> pd.DataFrame:
     return frame.reset_index(drop=True).copy()
 
 
+@dataclass(frozen=True)
+class PaperKeys:
+    """The names a config or claims file may use for one paper: its datasets, and each
+    attack's settings ("" for the attack without one)."""
+
+    datasets: frozenset[str]
+    settings: dict[str, frozenset[str]]
+
+
+def parse_paper_keys(text: str) -> dict[str, list[dict[str, Any]]]:
+    """Parse and validate ``paper_keys.yaml``: every entry says which figures plot its series,
+    or that it is a variant of the workflow's own, and why."""
+    data = io.read_yaml(text)
+    if not isinstance(data, dict) or sorted(data) != sorted(PAPERS.values()):
+        raise ValueError(f"paper_keys: expected one entry per paper {sorted(PAPERS.values())}")
+    allowed = {"artifacts", "variant", "why", "datasets", "attacks"}
+    for paper, entries in data.items():
+        for number, entry in enumerate(entries or [], 1):
+            where = f"paper_keys: {paper}, entry {number}"
+            extra = sorted(set(entry) - allowed)
+            if extra:
+                raise ValueError(f"{where}: unknown key(s) {extra}; known: {sorted(allowed)}")
+            if ("artifacts" in entry) == bool(entry.get("variant")) or not entry.get("why"):
+                raise ValueError(f"{where}: needs 'why' and either 'artifacts' or 'variant: true'")
+            unknown = sorted(set(entry.get("artifacts", ())) - set(ARTIFACT_IDS))
+            if unknown:
+                raise ValueError(f"{where}: artifact(s) {unknown} are not catalog IDs")
+    return {paper: list(entries or []) for paper, entries in data.items()}
+
+
+@cache
+def paper_keys(paper: str) -> PaperKeys:
+    """What ``paper_dataset``, ``paper_attack`` and ``paper_setting`` may name for ``paper``:
+    the cells of ``paper_values.csv`` and the series of ``paper_keys.yaml`` (those of every
+    paper for a ``cross-paper`` study)."""
+    papers = [paper] if paper in PAPERS.values() else list(PAPERS.values())
+    values = paper_values()
+    prefixes = tuple(f"{prefix}-" for prefix, name in PAPERS.items() if name in papers)
+    values = values[values["artifact"].str.startswith(prefixes)]
+    datasets = {name for group in values["dataset"] for name in group.split("+") if name}
+    settings: dict[str, set[str]] = {}
+    for attack, setting in zip(values["attack"], values["setting"], strict=True):
+        if attack:
+            settings.setdefault(attack, set()).add(setting)
+    series = parse_paper_keys(PAPER_KEYS_PATH.read_text(encoding="utf-8"))
+    for entry in (entry for name in papers for entry in series[name]):
+        datasets.update(entry.get("datasets", ()))
+        for attack, names in entry.get("attacks", {}).items():
+            settings.setdefault(attack, set()).update(names)
+    return PaperKeys(frozenset(datasets), {a: frozenset(s) for a, s in settings.items()})
+
+
 def paper_values_of(artifact: str) -> pd.DataFrame:
     """The numbers the paper prints for one artifact (empty for figures without any)."""
     return paper_values(artifact)
@@ -228,6 +282,6 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and pd.isna(value))
 
 
-__all__ = ["ARTIFACT_IDS", "FAMILY_OF", "ID_PATTERN", "for_model", "implemented", "load_catalog",
-           "paper_number", "paper_value",
-           "paper_values", "paper_values_of", "parse_catalog"]
+__all__ = ["ARTIFACT_IDS", "FAMILY_OF", "ID_PATTERN", "PaperKeys", "for_model", "implemented",
+           "load_catalog", "paper_keys", "paper_number", "paper_value", "paper_values",
+           "paper_values_of", "parse_catalog", "parse_paper_keys"]

@@ -97,11 +97,34 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
                                  f"{sorted(SIDE_KEYS)}")
         if entry.get("artifact") not in ARTIFACT_IDS:
             raise ValueError(f"{where}: artifact {entry.get('artifact')!r} is not a checklist ID")
+        _check_paper_names(where, paper, entry)
         claims.append(Claim(
             id=entry["id"], paper=paper, artifact=entry["artifact"],
             statement=entry["statement"], metric=entry["metric"], kind=kind, a=entry["a"],
             b=entry.get("b"), value=entry.get("value"), datasets=tuple(entry["datasets"])))
     return claims
+
+
+def _check_paper_names(where: str, paper: str, entry: dict[str, Any]) -> None:
+    """A claim names datasets, attacks and settings as the paper does (``paper_values.csv`` or
+    ``paper_keys.yaml``): a misspelt one would match no study and leave the claim "not run"."""
+    from miarepro.options import unknown
+
+    keys = catalog.paper_keys(paper)
+    for dataset in entry.get("datasets") or []:
+        if dataset not in keys.datasets:
+            raise ValueError(f"{where}: datasets: {unknown('dataset', dataset, keys.datasets)}")
+    for side in ("a", "b"):
+        spec = entry.get(side) or {}
+        if not spec:
+            continue
+        if spec.get("attack") not in keys.settings:
+            raise ValueError(f"{where}: {side}.attack: "
+                             + unknown("attack", spec.get("attack"), keys.settings))
+        if "setting" in spec and spec["setting"] not in keys.settings[spec["attack"]]:
+            raise ValueError(f"{where}: {side}.setting: " + unknown(
+                "setting", spec["setting"], keys.settings[spec["attack"]],
+                f"attack {spec['attack']!r}"))
 
 
 @cache
