@@ -4,7 +4,6 @@ repetition, never more), and training and fit jobs ask for memory and time that 
 model."""
 
 import re
-import resource
 import subprocess
 import sys
 from collections import Counter
@@ -21,23 +20,15 @@ SMALL = {"mlp", "logistic", "cnn", "lenet", "catboost"}
 TRAINING = ("train", "train_tens")  # one model a job, or ten (a study's ten_per_job roles)
 
 
-def _children_cpu_seconds() -> float:
-    """CPU seconds of finished child processes: unlike wall time, not inflated by whatever
-    else the machine runs."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 @pytest.fixture(scope="module", params=(*PAPERS, "all"))
 def plan(request, tmp_path_factory):
-    """(config, CPU seconds, jobs): every planned job as (rule, wildcards, resources)."""
+    """(config, jobs): every planned job as (rule, wildcards, resources). How long the dry run
+    takes is measured by benchmarks/dag.py, not here: a timed test fails on a slower machine."""
     path = ROOT / "config" / "papers" / f"{request.param}.yaml"
-    start = _children_cpu_seconds()
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
          "--configfile", str(path), "--directory", str(tmp_path_factory.mktemp("dry")),
          "--dry-run"], capture_output=True, text=True, check=False)
-    seconds = _children_cpu_seconds() - start
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     jobs = []
     for block in result.stdout.split("\nrule ")[1:]:
@@ -46,7 +37,7 @@ def plan(request, tmp_path_factory):
         parse = lambda text: dict(item.split("=", 1) for item in text.split(", ") if "=" in item)  # noqa: E731
         jobs.append((rule, parse(fields.get("wildcards", "")), parse(fields.get("resources", ""))))
     config = miarepro_config.validate(yaml.safe_load(path.read_text()))  # all.yaml: included
-    return config, seconds, jobs
+    return config, jobs
 
 
 def models_trained(jobs) -> Counter:
@@ -63,16 +54,9 @@ def rounded(count: int, role: str, study: dict) -> int:
     return -(-count // 10) * 10 if role in study["ten_per_job"] else count
 
 
-def test_the_dag_builds_within_the_dry_run_budget(plan):
-    """The budget is 10 s on two cores (benchmarks/workflow.py). This counts the dry run's CPU
-    seconds and allows twice the budget, as CPUs vary: it catches a DAG that scales badly."""
-    _, seconds, jobs = plan
-    assert jobs and seconds < 20, seconds
-
-
 def test_each_study_trains_its_targets_and_no_more_references_than_its_attacks_use(plan):
     """Models ten to a job round each role's count up to a multiple of ten, no further."""
-    config, _, jobs = plan
+    config, jobs = plan
     trained = models_trained(jobs)
     for name, study in config["studies"].items():
         if "models_from" in study:
@@ -93,7 +77,7 @@ def test_each_study_trains_its_targets_and_no_more_references_than_its_attacks_u
 def test_large_models_ask_for_more_memory_and_time_than_small_ones(plan):
     """A ResNet-50 / DenseNet-121 training job is not sized like an MLP's (per model, where
     one job trains ten), and no job asks for more than the 3 days clusters commonly allow."""
-    config, _, jobs = plan
+    config, jobs = plan
     sizes: dict[str, set[tuple[int, int]]] = {"small": set(), "other": set()}
     for rule, wildcards, resources in jobs:
         if rule not in TRAINING:
@@ -116,7 +100,7 @@ def test_large_models_ask_for_more_memory_and_time_than_small_ones(plan):
 def test_bundles_ask_for_ten_models_time_and_fits_for_their_own(plan):
     """A train_tens job asks for ten times its study's per-model time; a fit job for the
     study's fit_runtime_min where it sets one, else the training time."""
-    config, _, jobs = plan
+    config, jobs = plan
     checked = 0
     for rule, wildcards, resources in jobs:
         if rule not in ("train_tens", "fit"):
