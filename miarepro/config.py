@@ -60,7 +60,55 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
     if errors:
         raise ConfigError(_describe(errors[0]))
     _check_names(config)
+    _expand_replicates(config)
     return config
+
+
+#: A replicate's seeds: the study's own plus this times the replicate's number.
+REPLICATE_SEED_STEP = 1000
+
+
+def replicate_name(study: str, replicate: int) -> str:
+    """The generated study that runs replicate ``replicate`` (0 is the study itself)."""
+    return study if replicate == 0 else f"{study}-r{replicate}"
+
+
+def replicates_of(name: str, config: dict[str, Any]) -> list[str]:
+    """Every replicate of study ``name``, itself first."""
+    return [replicate_name(name, r) for r in range(config["studies"][name].get("replicates", 1))]
+
+
+def _expand_replicates(config: dict[str, Any]) -> None:
+    """Add a study per replicate beyond the first: the same experiment with its split seed and
+    training seed moved by :data:`REPLICATE_SEED_STEP` per replicate, so its split draw, its
+    models and its fits (seeded from the training seed: ``StudyFiles.fit_seed``) are new. Its
+    ``models_from`` and ``reference_study`` point at the same replicate of those studies, and it
+    records ``replicate_of``; artifacts name the first replicate only."""
+    studies = config["studies"]
+    for name, study in list(studies.items()):
+        sources = ([study["models_from"]] if "models_from" in study else []) + [
+            entry["reference_study"] for entry in study["attacks"].values()
+            if "reference_study" in entry]
+        for source in sources:
+            if studies[source]["replicates"] < study["replicates"]:
+                raise _fail(f"studies.{name}.replicates", f"{study['replicates']}, but study "
+                            f"{source!r}, whose models it uses, has "
+                            f"{studies[source]['replicates']}")
+        for r in range(1, study["replicates"]):
+            copy_name = replicate_name(name, r)
+            if copy_name in studies:
+                raise _fail(f"studies.{copy_name}", f"the name of replicate {r} of study "
+                            f"{name!r}; rename the study")
+            replica = copy.deepcopy(study)
+            replica["replicate_of"] = name
+            replica["split"]["seed"] += REPLICATE_SEED_STEP * r
+            replica["training"]["seed"] = study["training"]["seed"] + REPLICATE_SEED_STEP * r
+            if "models_from" in study:
+                replica["models_from"] = replicate_name(study["models_from"], r)
+            for entry in replica["attacks"].values():
+                if "reference_study" in entry:
+                    entry["reference_study"] = replicate_name(entry["reference_study"], r)
+            studies[copy_name] = replica
 
 
 def _describe(error: jsonschema.ValidationError) -> str:

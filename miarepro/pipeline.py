@@ -189,6 +189,12 @@ class StudyFiles:
     def recipe(self) -> dict[str, Any]:
         return dict(self._recipe)
 
+    def fit_seed(self, group: int) -> int:
+        """The seed of an attack-side fit (a regressor, a generator, proxies) for target or
+        repetition ``group``: the group, moved by the training seed, so that a replicate of the
+        study (:func:`miarepro.config.replicates_of`) fits anew while the first keeps its seeds."""
+        return group + splits.STRIDE * int(self._recipe.get("seed", 0))
+
     def meta(self) -> dict[str, Any]:
         """The dataset card's ``meta`` (a generator's true parameters, the source, ...)."""
         return dict(self.card["meta"])

@@ -14,6 +14,11 @@ The bootstrap weights depend only on the study seed, the target and the class si
 the attack, so two attacks of one study are resampled identically and their difference is a
 *paired* estimate (:meth:`Estimate.__sub__`), as a claim "A beats B" needs.
 
+- **Across replicates.** A study run as several replicates (``replicates`` in its config: the
+  whole experiment under new seeds) gives the claims a Student-t interval over the replicates'
+  values (:func:`over_replicates`), so the variance of training the target, its reference
+  models and the attack's fits is counted; the two sources above see one trained realisation.
+
 An empirical FPR (``fpr@1%``: the share of non-members that reach an attack's implied ``1 - a``
 quantile, QMIA's Theorem 1) is a binomial proportion: its interval is the exact (Clopper-Pearson)
 one of the flagged non-members counted over every target.
@@ -32,7 +37,7 @@ the AUC); the tests check them against it and against scikit-learn.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -249,8 +254,9 @@ class Estimate:
     """A metric with what its interval is made of.
 
     ``draws`` are per-target values (``method="targets"``), bootstrap replicates of the mean
-    over targets (``method="bootstrap"``) or, for a proportion (``method="binomial"``), its
-    count and trials; ``value`` is the mean over targets of the metric.
+    over targets (``method="bootstrap"``), for a proportion (``method="binomial"``) its
+    count and trials, or the values of independent replicates of the study
+    (``method="replicates"``: :func:`over_replicates`); ``value`` is their mean.
     """
 
     value: float
@@ -269,7 +275,7 @@ class Estimate:
             low = betaincinv(count, trials - count + 1, tail) if count > 0 else 0.0
             high = betaincinv(count + 1, trials - count, 1 - tail) if count < trials else 1.0
             return float(low), float(high)
-        if self.method == "targets":
+        if self.method in ("targets", "replicates"):
             from scipy.special import stdtrit  # Student-t quantile; scipy.stats costs 1 s
 
             spread = stdtrit(len(self.draws) - 1, 0.5 + level / 2) * self.draws.std(
@@ -296,6 +302,19 @@ class Estimate:
     def ratio(self, other: Estimate) -> Estimate:
         """Paired ratio ``self / other`` (inf or NaN where the denominator is 0)."""
         return self._paired(other, np.divide)
+
+
+def over_replicates(estimates: Sequence[Estimate]) -> Estimate:
+    """One metric over independent replicates of a study, each the whole experiment under new
+    seeds: their mean, with a Student-t interval over their values. The variance of training
+    (the target, its reference models, the attack's fits) is then inside the interval; a
+    bootstrap over the records of one run cannot see it. Two attacks' estimates over the same
+    replicates subtract into replicate-level paired differences."""
+    if len(estimates) < 2:
+        raise ValueError(f"an interval over replicates needs at least 2, got {len(estimates)}")
+    values = np.array([estimate.value for estimate in estimates], dtype=float)
+    return Estimate(float(values.mean()), values, "replicates",
+                    all(estimate.resolvable for estimate in estimates))
 
 
 def metric_table(scores: pd.DataFrame, fprs: Iterable[float], seed: int,

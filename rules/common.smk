@@ -287,6 +287,6 @@ def artifact_params(wildcards):
                if "paper_dataset" in a or "default_setting" in a}
               if settings["builder"] == "claims" else {})
     return {"settings": settings,
-            "studies": (studies_read(settings, config, builder.regime)
+            "studies": (studies_read(settings, config, builder.regime, builder.replicates)
                         if builder.reads_studies else {}),
             "scale": config["scale"], "metrics": config["metrics"], "artifacts": mapped}

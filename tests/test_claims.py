@@ -219,3 +219,31 @@ def test_no_claim_of_a_covered_paper_is_dropped():
         "no study of this run stands in for cinic10, imagenet (the paper's QMIA-T1 needs")
     assert set(cl.VERDICTS) == {"holds", "fails", "inconclusive", "not resolvable",
                                 "no signal", "not run"}
+
+
+@pytest.mark.parametrize(("calibrated", "expected"), [
+    ({"bcw": 0.70, "bcw-r1": 0.66, "bcw-r2": 0.62}, "holds"),  # differences .15 .11 .07
+    ({"bcw": 0.70, "bcw-r1": 0.66, "bcw-r2": 0.50}, "inconclusive"),  # one replicate reverses
+])
+def test_a_study_with_replicates_is_judged_over_them(monkeypatch, calibrated, expected):
+    """SM-C13 (calibrated beats uncalibrated precision) on a study run as 3 replicates: the
+    interval is Student-t over the replicates' paired differences, however narrow each run's."""
+    from miarepro.artifacts import results
+
+    def estimates(_results, study, _attack):
+        values = {"accuracy": 0.55, "precision": 0.55, "precision@cal99": calibrated[study]}
+        return {metric: Estimate(v, np.array([v - 1e-3, v, v + 1e-3]), "targets")
+                for metric, v in values.items()}
+
+    monkeypatch.setattr(results, "attack_estimates", estimates)
+    study = {"paper": "stolen-memories", "paper_dataset": "breast_cancer", "replicates": 3,
+             "attacks": {"general-wb": {"attack": "general_wb", "paper_attack": "general_wb"}}}
+    config = {"artifacts": {}, "studies": {
+        "bcw": study, **{f"bcw-r{r}": {**study, "replicate_of": "bcw"} for r in (1, 2)}}}
+    row = cl.evaluate(config, ["bcw"]).set_index("claim").loc["SM-C13"]
+    differences = np.array([calibrated[s] for s in ("bcw", "bcw-r1", "bcw-r2")]) - 0.55
+    half = 4.302653 * differences.std(ddof=1) / np.sqrt(3)
+    assert row["replicates"] == 3 and row["verdict"] == expected
+    assert row["quantity"] == pytest.approx(differences.mean())
+    assert (row["quantity_low"], row["quantity_high"]) == pytest.approx(
+        (differences.mean() - half, differences.mean() + half), abs=1e-6)

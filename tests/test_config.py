@@ -232,3 +232,39 @@ def test_white_box_attacks_are_refused_on_catboost_targets(default, monkeypatch)
     broken["studies"]["qmia-tabular"]["attacks"]["w"] = {"attack": "probe_wb"}
     with pytest.raises(cfg.ConfigError, match=r"qmia-tabular\.attacks\.w: .*needs a torch model"):
         cfg.validate(broken)
+
+
+def test_replicates_are_the_study_under_new_seeds_with_their_sources_replicates(default):
+    config = copy.deepcopy(default)
+    for name in ("bmia-mnist", "bmia-mnist-ood", "bmia-mnist-mlp", "bmia-mnist-wide"):
+        config["studies"][name]["replicates"] = 3
+    studies = cfg.validate(config)["studies"]
+    first, third = studies["bmia-mnist"], studies["bmia-mnist-r2"]
+    assert cfg.replicates_of("bmia-mnist", config) == ["bmia-mnist", "bmia-mnist-r1",
+                                                       "bmia-mnist-r2"]
+    assert third["replicate_of"] == "bmia-mnist" and "replicate_of" not in first
+    assert third["split"]["seed"] == first["split"]["seed"] + 2 * cfg.REPLICATE_SEED_STEP
+    assert third["training"]["seed"] == first["training"]["seed"] + 2 * cfg.REPLICATE_SEED_STEP
+    assert {k: v for k, v in third.items() if k not in ("split", "training", "replicate_of",
+                                                         "attacks")} == {
+        k: v for k, v in first.items() if k not in ("split", "training", "attacks")}
+    assert third["attacks"]["bmia-ref-mlp"]["reference_study"] == "bmia-mnist-mlp-r2"
+    assert studies["bmia-mnist-ood-r1"]["models_from"] == "bmia-mnist-r1"
+    assert cfg.replicates_of("iha-mnist", config) == ["iha-mnist"]  # one by default
+
+
+@pytest.mark.parametrize(("edit", "words"), [
+    (lambda c: c["studies"]["bmia-mnist-ood"].update(replicates=2),
+     ["studies.bmia-mnist-ood.replicates", "study 'bmia-mnist', whose models it uses, has 1"]),
+    (lambda c: (c["studies"]["iha-mnist"].update(replicates=2), c["studies"].update(
+        {"iha-mnist-r1": copy.deepcopy(c["studies"]["iha-mnist-odd"])})),
+     ["studies.iha-mnist-r1", "replicate 1 of study 'iha-mnist'"]),
+    (lambda c: c["studies"]["iha-mnist"].update(replicates=0), ["iha-mnist.replicates"]),
+])
+def test_bad_replicates_fail_naming_the_key(default, edit, words):
+    broken = copy.deepcopy(default)
+    edit(broken)
+    with pytest.raises(cfg.ConfigError) as error:
+        cfg.validate(broken)
+    for word in words:
+        assert word in str(error.value), (word, str(error.value))

@@ -149,6 +149,9 @@ class StubStudy:
     def parts(self, group):
         return self._parts
 
+    def fit_seed(self, group):
+        return group
+
 
 def test_the_search_never_sees_the_audited_records():
     """Poisoning every audited record (features and the target's logits) changes neither the

@@ -750,3 +750,23 @@ def test_a_paper_key_typo_fails_the_dry_run_naming_the_key(tmp_path):
          "--cores", "1", "--dry-run"], capture_output=True, text=True, check=False)
     assert result.returncode != 0
     assert "attacks.bmia.paper_setting: unknown setting 'n=11'" in result.stdout + result.stderr
+
+
+def test_replicates_run_for_the_claims_only(tmp_path):
+    """A study run as 3 replicates adds its two copies' splits, models, fits and scores, read by
+    the claims alone: tables and figures show the first replicate."""
+    from miarepro import config as miarepro_config
+    from miarepro.artifacts import builders
+
+    config = copy.deepcopy(TINY)
+    config["studies"]["tab"]["replicates"] = 3
+    splits = planned_wildcards(tmp_path, config, "split")
+    assert {"study=tab-r1", "study=tab-r2"} <= set(splits)
+    validated = miarepro_config.validate(copy.deepcopy(config))
+    read_by = {name: {path.split("/")[2] for path in builders.inputs("results", settings,
+                                                                     validated)
+                      if path.startswith("results/studies/")}
+               for name, settings in validated["artifacts"].items()}
+    assert {"tab", "tab-r1", "tab-r2"} <= read_by["claims"]
+    assert not any({"tab-r1", "tab-r2"} & studies for name, studies in read_by.items()
+                   if name != "claims")

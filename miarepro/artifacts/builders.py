@@ -42,6 +42,8 @@ class Builder:
     attacks_in_some_study: bool = False
     #: it shows where each study's target sits (the regime section): it reads the baseline
     regime: bool = False
+    #: it reads every replicate of its studies (the claims); the others show the first
+    replicates: bool = False
 
     @property
     def reads_studies(self) -> bool:
@@ -58,15 +60,15 @@ def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> li
     builder = BUILDERS[settings["builder"]]
     if builder.inputs is not None:
         return builder.inputs(results, settings, config)
-    return score_inputs(results, settings, config, builder.regime)
+    return score_inputs(results, settings, config, builder.regime, builder.replicates)
 
 
 def score_inputs(results: str, settings: dict[str, Any], config: dict[str, Any],
-                 regime: bool = False) -> list[str]:
+                 regime: bool = False, replicates: bool = False) -> list[str]:
     """The files of :func:`inputs` for the attacks an artifact reads (and, with ``regime``,
-    the regime's baseline)."""
+    the regime's baseline; with ``replicates``, in every replicate of its studies)."""
     files = []
-    for study, study_config in studies_read(settings, config, regime).items():
+    for study, study_config in studies_read(settings, config, regime, replicates).items():
         for attack in study_config["attacks"]:
             files += [str(res.score_path(results, study, attack)),
                       str(res.metrics_path(results, study, attack)),
@@ -316,7 +318,7 @@ def _lazy(module: str, function: str) -> Callable[..., Any]:
 BUILDERS: dict[str, Builder] = {
     "leaderboard": Builder("table", leaderboard, "cross-paper leaderboard", ("studies", "fprs")),
     "claims": Builder("table", _lazy("claims", "build"),
-                      "the papers' claims and their verdicts"),
+                      "the papers' claims and their verdicts", replicates=True),
     "paper_table": Builder("table", paper_table, "a paper's table, ours beside theirs",
                            ("studies", "metrics", "attacks", "default_setting",
                             "paper_dataset"),

@@ -14,7 +14,10 @@ The paper's own numbers come from ``paper_values.csv``; nothing is typed in twic
 
 A claim is evaluated on every study of its paper whose ``paper_dataset`` it lists. The compared
 quantity (difference, value or ratio) gets the 95% interval of :mod:`miarepro.uncertainty`,
-paired across the two attacks. The verdicts form a closed vocabulary (:data:`VERDICTS`):
+paired across the two attacks: over the study's replicates where it runs several (a Student-t
+interval of replicate-level differences, which holds the variance of training), else over its
+targets or audited records (one trained realisation). ``claims.csv`` says how many replicates
+each row rests on. The verdicts form a closed vocabulary (:data:`VERDICTS`):
 
 - **holds**: the whole interval lies on the claimed side (an ``equals`` claim: it contains
   the promised value, so the audit cannot tell them apart);
@@ -41,6 +44,7 @@ import pandas as pd
 from miarepro import io, uncertainty
 from miarepro.artifacts import builders, catalog, regime
 from miarepro.artifacts import results as res
+from miarepro.config import replicates_of
 from miarepro.uncertainty import Estimate
 
 CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
@@ -278,13 +282,14 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                              "ours": f"needs {' and '.join(absent)} in this study"})
                 continue
             sides = [claim.a, claim.b or claim.a][: len(names)]  # matched_best's rival: a
-            estimates = [res.attack_estimates(res.RESULTS, study, n)[
-                side.get("metric", claim.metric)] for n, side in zip(names, sides, strict=True)]
+            replicates = replicates_of(study, config)
+            estimates = [_over_replicates(replicates, n, side.get("metric", claim.metric))
+                         for n, side in zip(names, sides, strict=True)]
             outcome, quantity = verdict(claim, estimates[0],
                                         estimates[1] if len(estimates) > 1 else None)
             rival = (f"; strongest rival: {study_config['attacks'][names[1]].get('label')}"
                      if claim.kind == "matched_best" else "")
-            rows.append({**row, "verdict": outcome,
+            rows.append({**row, "verdict": outcome, "replicates": len(replicates),
                          "ours": _describe(claim, estimates, quantity) + rival,
                          "quantity": quantity.value, "quantity_low": quantity.interval()[0],
                          "quantity_high": quantity.interval()[1]})
@@ -293,6 +298,13 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
     rows += [_not_run_anywhere(claim) for paper in papers for claim in load_claims(paper)
              if claim.id not in evaluated]
     return pd.DataFrame(rows)
+
+
+def _over_replicates(replicates: list[str], attack: str, metric: str) -> Estimate:
+    """An attack's metric in a study: over its replicates where it has several (the interval
+    then holds training's variance), else from its one run (targets or audited records)."""
+    found = [res.attack_estimates(res.RESULTS, study, attack)[metric] for study in replicates]
+    return found[0] if len(found) == 1 else uncertainty.over_replicates(found)
 
 
 def _spec_text(spec: dict[str, str]) -> str:
@@ -337,7 +349,8 @@ def _paper_text(claim: Claim, a: float | None, b: float | None) -> str:
 
 
 VERDICT_TEXT = (
-    "**holds**: the 95% interval of the compared quantity (paired across the two attacks) "
+    "**holds**: the 95% interval of the compared quantity (paired across the two attacks; "
+    "over the study's replicates where it has several) "
     "lies wholly on the claimed side; **fails**: wholly on the other side; **inconclusive**: it "
     "straddles; **not resolvable**: the audit cannot resolve the metric (n/r); **no signal**: "
     "every attack the claim compares is indistinguishable from chance, so an ordering or a "
@@ -385,8 +398,9 @@ def _claim_rows(rows: pd.DataFrame) -> list[str]:
     for row in rows.to_dict("records"):
         claim = {c.id: c for c in load_claims(row["paper"])}[row["claim"]]
         lines.append(
-            f"| {row['claim']} | {row['statement']} | {row['study']} ({row['paper_dataset']}) "
-            f"| [{row['artifact']}]({artifact_file(row['artifact'])}): `{row['command']}` | "
+            f"| {row['claim']} | {row['statement']} | {row['study']} ({row['paper_dataset']})"
+            + (f", {row['replicates']:.0f} replicates " if row.get("replicates", 1) > 1 else " ")
+            + f"| [{row['artifact']}]({artifact_file(row['artifact'])}): `{row['command']}` | "
             f"{_paper_text(claim, row['paper_a'], row['paper_b'])} | {row['ours']} | "
             f"**{row['verdict']}** |")
     return lines if len(rows) else ["None."]

@@ -43,10 +43,14 @@ def deviation_lines(config: dict[str, Any]) -> list[str]:
              f"Configuration scale: **{config['scale']}**. Each study's departures from its "
              "paper, listed once; every table and the index link here.", ""]
     for name, study in config["studies"].items():
+        if "replicate_of" in study:  # the same experiment under other seeds
+            continue
         stands = study.get("paper_dataset")
         listed = [f"- {d}" for d in study["deviations"]] or ["- none"]
-        lines += [f"## {name}", "", f"{study['paper']}" + (f", for {stands}" if stands else ""),
-                  "", *listed, ""]
+        runs = (f"; run as {study['replicates']} replicates (claims' intervals are over them)"
+                if study.get("replicates", 1) > 1 else "")
+        lines += [f"## {name}", "", f"{study['paper']}" + (f", for {stands}" if stands else "")
+                  + runs, "", *listed, ""]
     for name, settings in config["artifacts"].items():
         if settings.get("deviations"):
             lines += [f"## {name}", "", *[f"- {d}" for d in settings["deviations"]], ""]

@@ -18,20 +18,28 @@ from miarepro.config import model_home
 RESULTS = "results"  # relative to the workflow's working directory
 
 
-def studies_of(settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
-    """The studies an artifact reads: its ``studies`` setting, or every study."""
-    return list(settings.get("studies", config["studies"]))
+def studies_of(settings: dict[str, Any], config: dict[str, Any],
+               replicates: bool = False) -> list[str]:
+    """The studies an artifact reads: its ``studies`` setting, or every study; each followed
+    by its further replicates (``config.replicates_of``) with ``replicates``."""
+    from miarepro.config import replicates_of
+
+    studies = [name for name in settings.get("studies", config["studies"])
+               if "replicate_of" not in config["studies"][name]]
+    if replicates:
+        return [copy for name in studies for copy in replicates_of(name, config)]
+    return studies
 
 
 def studies_read(settings: dict[str, Any], config: dict[str, Any],
-                 regime: bool = False) -> dict[str, Any]:
+                 regime: bool = False, replicates: bool = False) -> dict[str, Any]:
     """The configs of the studies an artifact reads, with only the attacks it reads.
 
     An artifact naming its ``attacks`` neither reads nor reruns for the study's other attacks,
     except, for tables with a ``regime`` section, the regime's baseline.
     """
     studies = {}
-    for study in studies_of(settings, config):
+    for study in studies_of(settings, config, replicates):
         study_config = config["studies"][study]
         if "attacks" in settings:
             baseline = study_config.get("regime", {}).get("baseline") if regime else None

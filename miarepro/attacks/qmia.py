@@ -93,13 +93,13 @@ def fit_qmia(study: StudyHandle, group: int, head: quantile.Head = "gaussian",
     if trials:
         predict, info["search"] = quantile.search_and_fit(
             features[public], hinge[public], architecture, head, taus, recipe,
-            space or quantile.default_space(architecture), trials, seed=group,
+            space or quantile.default_space(architecture), trials, seed=study.fit_seed(group),
             validation_fraction=validation_fraction)
         info["recipe"].update(info["search"]["chosen"])
         info["selection"] = info["search"].pop("selection")
     else:
         predict, info["selection"] = quantile.fit(features[public], hinge[public], architecture,
-                                                  head, taus, recipe, seed=group,
+                                                  head, taus, recipe, seed=study.fit_seed(group),
                                                   validation_fraction=validation_fraction)
     return {**predict(features), "taus": taus}, info
 

@@ -122,7 +122,7 @@ def fit_stolen_memories(
     cuts = layer_boundaries(target)
     cuts = cuts[-1:] if layers == "last" else cuts
     recipe = study.recipe()
-    rng = np.random.default_rng([group, 0x5AFE])
+    rng = np.random.default_rng([study.fit_seed(group), 0x5AFE])
     seeds = iter(rng.integers(0, 2**31, size=1000))
 
     def top_part(k: int):  # a fresh, untrained copy of the layers above cut k

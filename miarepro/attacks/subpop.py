@@ -104,9 +104,9 @@ def _fit_bigan(study: StudyHandle, group: int, own_encoder: bool, networks: str,
             latents = h(images)
         spec["latent"] = int(latents.shape[1])
         measure = h
+    seed = int(np.random.default_rng([study.fit_seed(group), 0xB1]).integers(2**31))
     generator, encoder, log = bigan.train(images, latents, spec, epochs, batch_size, lr,
-                                          seed=int(np.random.default_rng([group, 0xB1]).integers(
-                                              2**31)), gan_epochs=gan_epochs, measure=measure,
+                                          seed=seed, gan_epochs=gan_epochs, measure=measure,
                                           cosine_weight=cosine_weight)
     arrays = {"spec": np.array(json.dumps(spec)),
               **{f"log_{k}": np.asarray(v) for k, v in log.items()},
@@ -330,14 +330,14 @@ def fit_merlin(study: StudyHandle, group: int, trials: Count = 10, noise_samples
     shadow = study.reference_index(group, 0)
     pool = study.parts(group)["reference_pool"]
     inside = np.isin(pool, study.training_indices("reference", shadow))
-    rng = np.random.default_rng([group, 0x3E1])
+    rng = np.random.default_rng([study.fit_seed(group), 0x3E1])
     chosen = [rng.permutation(pool[inside == side])[:records] for side in (True, False)]
     rows, member = np.concatenate(chosen), np.repeat([1, 0], [len(c) for c in chosen])
     x, y = study.features()[rows], study.labels()[rows]
     sigmas = np.exp(rng.uniform(*np.log(sigma_range), size=trials))
     aucs = np.array([roc_auc_score(member, merlin_scores(
         lambda inputs: study.query("reference", shadow, inputs), x, y, s, noise_samples,
-        np.random.default_rng([group, k]))) for k, s in enumerate(sigmas)])
+        np.random.default_rng([study.fit_seed(group), k]))) for k, s in enumerate(sigmas)])
     best = int(np.argmax(aucs))
     return ({"sigma": np.float64(sigmas[best]), "noise_samples": np.int64(noise_samples),
              "trial_sigma": sigmas, "trial_auc": aucs},
