@@ -37,7 +37,8 @@ def estimate(center: float, spread: float, resolvable: bool = True) -> Estimate:
 
 
 def claim(kind: str, value=None, metric: str = "tpr@1%") -> cl.Claim:
-    b = {"attack": "attack_p"} if kind in ("greater", "close", "ratio_at_least") else None
+    b = ({"attack": "attack_p"} if kind in ("greater", "close", "not_below", "ratio_at_least")
+         else None)
     return cl.Claim("X-C1", "bmia", "BMIA-T1", "a claim", metric, kind,
                     {"attack": "lira_offline"}, b, value, ("purchase100",))
 
@@ -101,6 +102,17 @@ def test_closeness_verdicts(a, b, expected):
     assert cl.verdict(claim("close", 1.0), a, b)[0] == expected
 
 
+@pytest.mark.parametrize(("a", "b", "expected"), [
+    (estimate(0.030, 0.002), estimate(0.035, 0.002), "holds"),  # 0.5 points below: within 1
+    (estimate(0.060, 0.002), estimate(0.035, 0.002), "holds"),  # above: never a reversal
+    (estimate(0.020, 0.002), estimate(0.035, 0.002), "fails"),  # 1.5 points below
+    (estimate(0.030, 0.010), Estimate(0.031, np.linspace(0.041, 0.021, 1001), "bootstrap"),
+     "inconclusive"),  # -2.1 to +1.9 points: may or may not be 1 point below
+])
+def test_not_below_verdicts_allow_the_papers_noise_one_sided(a, b, expected):
+    assert cl.verdict(claim("not_below", 1.0), a, b)[0] == expected
+
+
 @pytest.mark.parametrize(("flagged", "expected"), [
     (10, "holds"),   # 1.0% [0.48, 1.83] of 1,000 non-members contains a = 1%
     (2, "fails"),    # 0.2% [0.02, 0.72] excludes it: conservative
@@ -128,6 +140,10 @@ def test_ratio_verdict():
      "b: {attack: y}, datasets: [d]}", "not a checklist ID"),
     ("- {id: C, artifact: BMIA-T1, statment: s, metric: auc, kind: greater, a: {attack: x}, "
      "b: {attack: y}, datasets: [d]}", "unknown key"),
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: not_below, a: {attack: x}, "
+     "b: {attack: y}, value: 1, datasets: [d]}", "needs a 'basis'"),
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: greater, a: {attack: x}, "
+     "b: {attack: y}, basis: paper, datasets: [d]}", "no tolerance to give a basis"),
     # names the paper does not use would match no study: the claim would be "not run" forever
     ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: greater, a: {attack: bmia}, "
      "b: {attack: attack_p}, datasets: [purchase-100]}",

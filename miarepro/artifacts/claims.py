@@ -2,6 +2,8 @@
 
 ``claims/<paper>.yaml`` lists each claim: an ordering of two attacks at one metric
 (``greater``), an equivalence within a stated margin (``close``: "no significant difference"),
+an ordering the paper's own numbers cannot tell from a tie, so that only a reversal beyond its
+noise contradicts it (``not_below``: "on a par or better", ``a >= b - value``),
 a bound on one attack (``at_least`` / ``at_most``) or on the ratio of two (``ratio_at_least``),
 a value a theorem promises (``equals``: QMIA's FPR = a),
 or that an attack does best with reference models of the target's own architecture
@@ -48,11 +50,14 @@ from miarepro.config import replicates_of
 from miarepro.uncertainty import Estimate
 
 CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
-KINDS = ("greater", "close", "at_least", "at_most", "ratio_at_least", "matched_best", "equals")
+KINDS = ("greater", "close", "not_below", "at_least", "at_most", "ratio_at_least",
+         "matched_best", "equals")
+#: kinds whose ``value`` is a tolerance taken from the paper: ``basis`` says how
+TOLERANCES = ("close", "not_below")
 VERDICTS = ("holds", "fails", "inconclusive", "not resolvable", "no signal", "not run")
 #: kinds that compare attacks (an ordering, a parity or a ratio), which chance cannot test
-COMPARISONS = ("greater", "close", "ratio_at_least", "matched_best")
-KEYS = {"id", "artifact", "statement", "metric", "kind", "a", "b", "value", "datasets"}
+COMPARISONS = ("greater", "close", "not_below", "ratio_at_least", "matched_best")
+KEYS = {"id", "artifact", "statement", "metric", "kind", "a", "b", "value", "basis", "datasets"}
 #: an attack side names the paper's attack and setting, and may measure it by another metric
 #: than the claim's (Stolen Memories: one attack's calibrated against uncalibrated precision)
 SIDE_KEYS = {"attack", "setting", "metric"}
@@ -70,6 +75,7 @@ class Claim:
     b: dict[str, str] | None
     value: float | None
     datasets: tuple[str, ...]
+    basis: str = ""  # how a tolerance (``close``, ``not_below``) follows from the paper
 
     def holds_on(self, a: float, b: float | None) -> bool:
         """The claim evaluated on point values (in the paper's units)."""
@@ -89,11 +95,16 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
         kind = entry.get("kind")
         if kind not in KINDS:
             raise ValueError(f"{where}: kind {kind!r}; known: {list(KINDS)}")
-        needs_b = kind in ("greater", "close", "ratio_at_least")
+        needs_b = kind in ("greater", "close", "not_below", "ratio_at_least")
         needs_value = kind not in ("greater", "matched_best")
         if needs_b != ("b" in entry) or needs_value != ("value" in entry):
             raise ValueError(f"{where}: kind {kind!r} needs "
                              + ("a, b" if needs_b else "a") + (" and value" if needs_value else ""))
+        if (kind in TOLERANCES) != bool(entry.get("basis")):
+            raise ValueError(f"{where}: " + (f"kind {kind!r} needs a 'basis': how its tolerance "
+                                             "follows from the paper's gaps or spread"
+                                             if kind in TOLERANCES else
+                                             f"kind {kind!r} has no tolerance to give a basis"))
         for side in ("a", "b"):
             extra = sorted(set(entry.get(side) or {}) - SIDE_KEYS)
             if extra:
@@ -105,7 +116,8 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
         claims.append(Claim(
             id=entry["id"], paper=paper, artifact=entry["artifact"],
             statement=entry["statement"], metric=entry["metric"], kind=kind, a=entry["a"],
-            b=entry.get("b"), value=entry.get("value"), datasets=tuple(entry["datasets"])))
+            b=entry.get("b"), value=entry.get("value"), datasets=tuple(entry["datasets"]),
+            basis=entry.get("basis", "")))
     return claims
 
 
@@ -142,6 +154,8 @@ def _compare(kind: str, a: float, b: float | None, value: float | None) -> bool:
         return a > b
     if kind == "close":
         return abs(a - b) <= value
+    if kind == "not_below":
+        return a - b >= -value
     if kind == "at_least":
         return a >= value
     if kind == "at_most":
@@ -155,7 +169,7 @@ def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimat
     """(one of :data:`VERDICTS` but "not run", the compared quantity) from paired estimates."""
     scale = uncertainty.percent_scale(claim.metric, claim.paper)  # claims: the paper's units
     kind = "greater" if claim.kind == "matched_best" else claim.kind  # against its best rival
-    if kind in ("greater", "close"):
+    if kind in ("greater", "close", "not_below"):
         quantity, threshold = a - b, 0.0 if kind == "greater" else claim.value / scale
     elif claim.kind == "ratio_at_least":
         quantity, threshold = a.ratio(b), claim.value
@@ -168,6 +182,8 @@ def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimat
     low, high = quantity.interval()
     if kind == "greater":
         holds, fails = low > threshold, high < threshold
+    elif kind == "not_below":  # not reversed beyond the tolerance, or reversed beyond it
+        holds, fails = low >= -threshold, high < -threshold
     elif kind == "close":  # the whole interval within +-margin, or wholly outside it
         holds = -threshold <= low and high <= threshold
         fails = low > threshold or high < -threshold
@@ -398,7 +414,9 @@ def _claim_rows(rows: pd.DataFrame) -> list[str]:
     for row in rows.to_dict("records"):
         claim = {c.id: c for c in load_claims(row["paper"])}[row["claim"]]
         lines.append(
-            f"| {row['claim']} | {row['statement']} | {row['study']} ({row['paper_dataset']})"
+            f"| {row['claim']} | {row['statement']}"
+            + (f" (tolerance: {claim.basis})" if claim.basis else "")
+            + f" | {row['study']} ({row['paper_dataset']})"
             + (f", {row['replicates']:.0f} replicates " if row.get("replicates", 1) > 1 else " ")
             + f"| [{row['artifact']}]({artifact_file(row['artifact'])}): `{row['command']}` | "
             f"{_paper_text(claim, row['paper_a'], row['paper_b'])} | {row['ours']} | "
