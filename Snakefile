@@ -18,6 +18,7 @@ if "studies" not in config and "include" not in config:  # a --configfile replac
 
 
 
+miarepro_config.check_files(workflow.configfiles)  # a key given twice fails, naming its line
 miarepro_config.validate(config)  # merges in the configs it includes (config/papers/all.yaml)
 
 

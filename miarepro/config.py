@@ -111,6 +111,22 @@ def _expand_replicates(config: dict[str, Any]) -> None:
             studies[copy_name] = replica
 
 
+def read_file(path: str | Path) -> dict[str, Any]:
+    """A config file, read strictly (:func:`miarepro.io.read_config_yaml`): a key given twice
+    or a syntax error fails naming the file and the line."""
+    try:
+        return io.read_config_yaml(path)
+    except ValueError as error:
+        raise ConfigError(f"config file {error}") from None
+
+
+def check_files(paths: list[str]) -> None:
+    """Snakemake reads ``--configfile`` with a loader that keeps the last of two equal keys and
+    says nothing; read each file again strictly, so a duplicate fails before any job."""
+    for path in paths:
+        read_file(path)
+
+
 def _describe(error: jsonschema.ValidationError) -> str:
     """A schema error as ``config key <path>: <what is wrong>``, with a did-you-mean."""
     path = [str(part) for part in error.absolute_path]
@@ -244,6 +260,13 @@ def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> N
         if spec.get("ood") is None and spec.get("ood_rotation") is None:
             raise _fail(f"{where}.nonmembers", f"dataset {study['dataset']!r} has no ood "
                         "records (give it an 'ood' dataset spec or an ood_rotation)")
+    labels: dict[str, str] = {}
+    for attack_name, entry in study["attacks"].items():
+        label = entry.get("label", attack_name)
+        if label in labels:
+            raise _fail(f"{where}.attacks.{attack_name}.label", f"{label!r} is also the label "
+                        f"of {labels[label]!r}: tables and figures could not tell them apart")
+        labels[label] = attack_name
     baseline = study.get("regime", {}).get("baseline")
     if baseline is not None and baseline not in study["attacks"]:
         raise _fail(f"{where}.regime.baseline", unknown("attack", baseline, study["attacks"]))
@@ -413,8 +436,27 @@ def _check_artifacts(config: dict[str, Any]) -> None:
                 raise _fail(f"{where}.attacks", unknown(
                     "attack", attack, config["studies"][study]["attacks"],
                     f"study {study!r}"))
+        if settings["builder"] == "sweep":
+            _check_sweep_axes(where, settings, config)
         _check_measured(settings, config["metrics"], where)
         _check_artifact_paper_keys(where, settings, [config["studies"][s] for s in studies])
+
+
+def _check_sweep_axes(where: str, settings: dict[str, Any], config: dict[str, Any]) -> None:
+    """A sweep's ``x`` and ``series`` must be parameters of each attack it draws (set in the
+    entry or defaulted by the attack): another name would be drawn against None."""
+    from miarepro.attacks import get_attack
+
+    study = config["studies"][settings["studies"][0]]
+    for key in ("x", "series"):
+        if key not in settings:
+            continue
+        for attack in settings["attacks"]:
+            entry = study["attacks"][attack]
+            known = set(get_attack(entry["attack"]).defaults()) | set(entry)
+            if settings[key] not in known:
+                raise _fail(f"{where}.{key}", unknown("parameter", settings[key], known,
+                                                      f"attack instance {attack!r}"))
 
 
 def _check_artifact_paper_keys(where: str, settings: dict[str, Any],

@@ -14,8 +14,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from miarepro import io
-from miarepro.config import INHERITED, ConfigError, load_schema
+from miarepro.config import INHERITED, ConfigError, load_schema, read_file
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
 #: What decides the models a study trains besides its dataset (compared by its spec): what a
@@ -36,7 +35,7 @@ def resolve(config: dict[str, Any]) -> dict[str, Any]:
         path = CONFIG_DIR / name
         if not path.is_file():
             raise ConfigError(f"config key include: {name!r} is not a file ({path})")
-        parts[Path(name).stem] = io.read_yaml(path.read_text())
+        parts[Path(name).stem] = read_file(path)
     own = dict(config)
     config.clear()
     config.update(union(parts, settled=set(own)), **own)

@@ -18,6 +18,7 @@ import os
 import tempfile
 import zipfile
 from collections.abc import Iterator
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,17 @@ def read_table(path: str | os.PathLike[str]) -> Any:
         raise _corrupt(path, error) from error
 
 
+def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None:
+    """``torch.save`` through a buffer: saving to a file names the archive's folder after the
+    file, so a checkpoint written to a temporary path would carry its random name, and two
+    equal models would differ in their bytes."""
+    import torch
+
+    buffer = BytesIO()
+    torch.save(state, buffer)
+    Path(path).write_bytes(buffer.getvalue())
+
+
 def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A model's ``state_dict``, unpickling tensors only (``weights_only=True``)."""
     import pickle
@@ -167,3 +179,35 @@ def read_yaml(text: str) -> Any:
     import yaml
 
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def read_config_yaml(path: str | Path) -> Any:
+    """A config file, parsed strictly: a key given twice in one mapping (YAML keeps the last
+    and drops the first without a word) or a syntax error raises ValueError naming the file
+    and the line."""
+    import yaml
+
+    class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+        pass
+
+    def mapping(loader: Any, node: Any, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: keys it may override
+                continue
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise ValueError(f"{path}, line {key_node.start_mark.line + 1}: key {key!r} is "
+                                 f"given twice in one mapping (first on line {seen[key]}); "
+                                 "YAML would silently keep only the last")
+            seen[key] = key_node.start_mark.line + 1
+        loader.flatten_mapping(node)
+        return dict(loader.construct_pairs(node, deep=deep))
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    try:
+        return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=StrictLoader)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ValueError(f"{path}{where}: not valid YAML: {error.problem or error}") from None

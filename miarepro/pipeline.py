@@ -120,7 +120,7 @@ def _train_torch(data: dict, indices: np.ndarray, held_out: np.ndarray, architec
     start = time.perf_counter()
     logits = predict_logits(trained.model, data["X"], queries)
     info = {**trained.info, "signal_seconds": round(time.perf_counter() - start, 3)}
-    return logits, info, lambda path: torch.save(trained.model.state_dict(), path)
+    return logits, info, lambda path: io.save_checkpoint(path, trained.model.state_dict())
 
 
 def _train_catboost(data: dict, indices: np.ndarray, held_out: np.ndarray, architecture: dict,

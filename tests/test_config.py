@@ -183,6 +183,24 @@ PROBES = [
      ["artifacts.IHA-T4.paper_dataset", "did you mean 'purchase100_s'"]),
     (lambda c: c["artifacts"]["IHA-T9"].update(default_setting="fraction=1"),
      ["artifacts.IHA-T9.default_setting", "'fraction=1'", "did you mean 'fraction=1.0'"]),
+    # silently wrong output otherwise: a figure against None, broken links, twin rows
+    (lambda c: c["artifacts"]["BMIA-F3a"].update(x="n_sample"),
+     ["artifacts.BMIA-F3a.x", "unknown parameter 'n_sample'", "did you mean 'n_samples'"]),
+    (lambda c: c["artifacts"]["BMIA-F3a"].update(series="hesian"),
+     ["artifacts.BMIA-F3a.series", "did you mean 'hessian'"]),
+    (lambda c: c["artifacts"].update({"my table": {"builder": "leaderboard"}}),
+     ["config key artifacts", "'my table' does not match"]),
+    (lambda c: c["artifacts"].update({"a/b": {"builder": "leaderboard"}}),
+     ["config key artifacts", "'a/b' does not match"]),
+    (lambda c: bmia(c)["attacks"]["loss"].update(label="Attack-P"),
+     ["studies.bmia-purchase.attacks.loss.label", "'Attack-P' is also the label of "
+      "'attack-p'"]),
+    (lambda c: c["artifacts"]["BMIA-T1"].update(studies=[]),
+     ["artifacts.BMIA-T1.studies", "should be non-empty"]),
+    (lambda c: c["artifacts"]["IHA-T2"].update(metrics=[]),
+     ["artifacts.IHA-T2.metrics", "should be non-empty"]),
+    (lambda c: c["artifacts"]["SM-F5"].update(attacks=[]),
+     ["artifacts.SM-F5.attacks", "should be non-empty"]),
 ]
 
 
@@ -268,3 +286,25 @@ def test_bad_replicates_fail_naming_the_key(default, edit, words):
         cfg.validate(broken)
     for word in words:
         assert word in str(error.value), (word, str(error.value))
+
+
+def test_a_key_given_twice_or_bad_yaml_fails_naming_the_file_and_line(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("studies:\n  a: {paper: bmia}\n  b: {paper: iha}\n  a: {paper: qmia}\n")
+    with pytest.raises(cfg.ConfigError, match=r"config\.yaml, line 4: key 'a' is given twice "
+                                              r"in one mapping \(first on line 2\)"):
+        cfg.read_file(path)
+    path.write_text("base: &b {x: 1}\nover: {<<: *b, x: 2}\n")  # a merge key may be overridden
+    assert cfg.read_file(path) == {"base": {"x": 1}, "over": {"x": 2}}
+    path.write_text("studies:\n  a: [1, 2\n  b: 3\n")
+    with pytest.raises(cfg.ConfigError, match=r"config\.yaml, line 3, column 4: not valid YAML"):
+        cfg.read_file(path)
+
+
+def test_an_included_config_is_read_strictly(tmp_path, monkeypatch):
+    from miarepro import includes
+
+    (tmp_path / "part.yaml").write_text("scale: miniature\nscale: paper\n")
+    monkeypatch.setattr(includes, "CONFIG_DIR", tmp_path)
+    with pytest.raises(cfg.ConfigError, match=r"part\.yaml, line 2: key 'scale' is given twice"):
+        cfg.validate({"include": ["part.yaml"]})

@@ -69,3 +69,16 @@ def test_archives_without_a_checksum_are_verified_against_their_first_use(tmp_pa
     archive.write_bytes(b"origin")  # truncated later
     with pytest.raises(ValueError, match="changed since its first use"):
         require_file(archive)
+
+
+def test_equal_models_give_byte_identical_checkpoints_whatever_the_file_name(tmp_path):
+    import torch
+
+    state = torch.nn.Linear(3, 2).state_dict()
+    with io.atomic_path(tmp_path / "a.pt") as temporary:
+        io.save_checkpoint(temporary, state)
+    with io.atomic_path(tmp_path / "b.pt") as temporary:
+        io.save_checkpoint(temporary, state)
+    assert (tmp_path / "a.pt").read_bytes() == (tmp_path / "b.pt").read_bytes()
+    loaded = io.load_checkpoint(tmp_path / "a.pt")
+    assert all(torch.equal(loaded[key], state[key]) for key in state)

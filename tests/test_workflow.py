@@ -443,7 +443,8 @@ def test_white_box_handle_rebuilds_the_saved_models(workflow):
 
 
 def test_same_config_gives_identical_scores(workflow, tmp_path):
-    """Scores, metrics and fits are bit-identical; only the measured scoring time differs."""
+    """Scores, metrics, fits and checkpoints are bit-identical; only the measured scoring time
+    differs."""
     import numpy as np
 
     shutil.copytree(workflow / "results", tmp_path / "first")
@@ -464,6 +465,11 @@ def test_same_config_gives_identical_scores(workflow, tmp_path):
         second = workflow / "results" / first.relative_to(tmp_path / "first")
         with np.load(first) as a, np.load(second) as b:
             assert all(np.array_equal(a[key], b[key]) for key in a.files), first
+    checkpoints = sorted((tmp_path / "first" / "studies" / "part").rglob("models/*/*.pt"))
+    assert checkpoints
+    for first in checkpoints:  # retrained: written to another temporary name
+        second = workflow / "results" / first.relative_to(tmp_path / "first")
+        assert first.read_bytes() == second.read_bytes(), first
 
 
 FAKE_SLURM = {  # just enough SLURM for the executor plugin: record submissions, report failure
@@ -740,16 +746,27 @@ def test_missing_datasets_are_reported_together_before_any_job(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
-def test_a_paper_key_typo_fails_the_dry_run_naming_the_key(tmp_path):
-    config = copy.deepcopy(TINY)
+def _typo_in_a_paper_setting(config: dict) -> str:
     study = next(s for s in config["studies"].values() if "bmia" in s["attacks"])
     study["attacks"]["bmia"]["paper_setting"] = "n=11"
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    return yaml.safe_dump(config)
+
+
+def _a_key_twice(config: dict) -> str:
+    return yaml.safe_dump(config) + "scale: paper\n"  # the second 'scale' would win silently
+
+
+@pytest.mark.parametrize(("write", "message"), [
+    (_typo_in_a_paper_setting, "attacks.bmia.paper_setting: unknown setting 'n=11'"),
+    (_a_key_twice, "key 'scale' is given twice in one mapping"),
+])
+def test_a_bad_config_fails_the_dry_run_naming_the_key(tmp_path, write, message):
+    (tmp_path / "config.yaml").write_text(write(copy.deepcopy(TINY)))
     result = subprocess.run(
         [*SNAKEMAKE, "--directory", str(tmp_path), "--configfile", str(tmp_path / "config.yaml"),
          "--cores", "1", "--dry-run"], capture_output=True, text=True, check=False)
     assert result.returncode != 0
-    assert "attacks.bmia.paper_setting: unknown setting 'n=11'" in result.stdout + result.stderr
+    assert message in result.stdout + result.stderr, (result.stdout + result.stderr)[-2000:]
 
 
 def test_replicates_run_for_the_claims_only(tmp_path):
@@ -770,3 +787,9 @@ def test_replicates_run_for_the_claims_only(tmp_path):
     assert {"tab", "tab-r1", "tab-r2"} <= read_by["claims"]
     assert not any({"tab-r1", "tab-r2"} & studies for name, studies in read_by.items()
                    if name != "claims")
+
+
+def test_both_profiles_print_a_failed_jobs_log():
+    """The README promises a failed job's traceback on screen, locally and on a cluster."""
+    for profile in (ROOT / "profiles" / "local" / "config.yaml", ROOT / "slurm" / "profile.yaml"):
+        assert yaml.safe_load(profile.read_text()).get("show-failed-logs") is True, profile
