@@ -205,7 +205,8 @@ def _check_names(config: dict[str, Any]) -> None:
 
 def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> None:
     from miarepro.attacks import get_attack
-    from miarepro.models import check_architecture
+    from miarepro.data import gives_images
+    from miarepro.models import IMAGE_ARCHITECTURES, check_architecture
     from miarepro.splits import STRIDE, has_public
 
     if study["dataset"] not in config["datasets"]:
@@ -214,6 +215,11 @@ def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> N
         check_architecture(study["model"], f"{where}.model")
     except ValueError as error:
         raise ConfigError(f"config key {error}") from None
+    if (study["model"]["arch"] in IMAGE_ARCHITECTURES
+            and not gives_images(config["datasets"][study["dataset"]])):
+        raise _fail(f"{where}.model.arch", f"{study['model']['arch']!r} is a convolutional "
+                    f"model for images; dataset {study['dataset']!r} gives feature vectors "
+                    "(mlp, logistic or catboost take them)")
     if study["model"]["arch"] == "catboost":
         torch_only = [a for a, e in study["attacks"].items()
                       if get_attack(e["attack"]).loads_models]

@@ -285,6 +285,9 @@ def convnext(input_shape: tuple[int, ...], n_classes: int,
     return model
 
 
+#: Architectures that convolve images (channels x height x width); the rest flatten any input.
+IMAGE_ARCHITECTURES = frozenset({"lenet", "cnn", "resnet", "densenet", "mobile", "wrn",
+                                 "convnext"})
 ARCHITECTURES = {"mlp": mlp, "logistic": logistic, "lenet": lenet, "cnn": cnn, "resnet": resnet,
                  "densenet": densenet, "mobile": mobile, "wrn": wrn, "convnext": convnext,
                  "catboost": catboost}

@@ -201,6 +201,25 @@ PROBES = [
      ["artifacts.IHA-T2.metrics", "should be non-empty"]),
     (lambda c: c["artifacts"]["SM-F5"].update(attacks=[]),
      ["artifacts.SM-F5.attacks", "should be non-empty"]),
+    # caught inside a job before, without the key
+    (lambda c: c["datasets"]["mnist-subset"].update(subsample=6000),
+     ["datasets.mnist-subset", "subsample: 6000 is more than the 5000 records"]),
+    (lambda c: c["datasets"]["adult-like-1000"].update(subsample=5000),
+     ["datasets.adult-like-1000", "more than the 4000 records of source 'tabular_like'"]),
+    (lambda c: c["datasets"]["mnist-subset"].update(subsample="abc"),
+     ["datasets.mnist-subset", "subsample", "'abc'"]),
+    (lambda c: c["datasets"]["mnist-subset"].update(subsample=-5),
+     ["datasets.mnist-subset", "subsample: -5 is outside"]),
+    (lambda c: c["datasets"]["sm-synthetic-800"].update(n_samples=801),
+     ["datasets.sm-synthetic-800", "n_samples=801 must be a multiple of n_classes=10"]),
+    (lambda c: bmia(c).update(model={"arch": "lenet"}),
+     ["studies.bmia-purchase.model.arch", "'lenet' is a convolutional model",
+      "'purchase-like-bmia' gives feature vectors"]),
+    (lambda c: (c["datasets"]["mnist-ood"].pop("ood_rotation"), c["datasets"]["mnist-ood"].update(
+        ood={"source": "purchase_like", "n_samples": 100})),
+     ["datasets.mnist-ood", "ood: source 'purchase_like' gives feature vectors"]),
+    (lambda c: c["datasets"]["purchase-like-iha"].update(ood_rotation=15),
+     ["datasets.purchase-like-iha", "ood_rotation rotates images"]),
 ]
 
 

@@ -69,6 +69,9 @@ SOURCES: dict[str, Callable[..., Dataset]] = {
     "lfw": lfw.lfw,
 }
 
+#: Checks of a source's parameters that its signature cannot state, run at config validation.
+SPEC_CHECKS: dict[str, Callable[..., None]] = {"sm_synthetic": synthetic.check_sm_synthetic}
+
 #: Spec keys handled here for every source, with their defaults.
 COMMON_OPTIONS: dict[str, Any] = {"subsample": None, "subsample_seed": 0, "relabel": None,
                                    "calibration": None, "ood": None, "ood_rotation": None}
@@ -79,6 +82,17 @@ KNOWN_SIZES = {"digits": 1797, "breast_cancer": 569, "mnist_subset": 5000, "cifa
                "svhn": 99289,
                "purchase100": 197324, "texas100": 67330, "adult": 48842, "pima": 768,
                "hepatitis": 155, "german_credit": 1000}
+
+
+#: Sources whose records are images (channels x height x width); every other gives flat
+#: feature vectors. Convolutional models and ood_rotation need the former.
+IMAGE_SOURCES = frozenset({"digits", "mnist_subset", "image_like", "cifar10", "cifar100",
+                           "mnist", "fashion_mnist", "svhn", "cinic10", "imagenet", "lfw"})
+
+
+def gives_images(spec: Mapping[str, Any]) -> bool:
+    """Whether a spec's records are images, without loading it."""
+    return _split_spec(spec)[0] in IMAGE_SOURCES
 
 
 def loader_parameters(source: str) -> list[str]:
@@ -112,15 +126,43 @@ def _split_spec(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str,
     if common["ood_rotation"] is not None:
         check_value(common["ood_rotation"], Annotated[float, Range(0, 180, low_open=True)],
                     "ood_rotation")
+        if source not in IMAGE_SOURCES:
+            raise ValueError(f"ood_rotation rotates images; source {source!r} gives feature "
+                             "vectors (give an ood dataset spec instead)")
     if common["ood"] is not None:
         if not isinstance(common["ood"], Mapping) or "ood" in common["ood"]:
             raise ValueError("ood must be one dataset spec (without an ood of its own), "
                              f"got {common['ood']!r}")
         try:
-            _split_spec(common["ood"])
+            ood_source = _split_spec(common["ood"])[0]
         except ValueError as error:
             raise ValueError(f"ood: {error}") from None
+        if (ood_source in IMAGE_SOURCES) != (source in IMAGE_SOURCES):
+            kinds = {True: "images", False: "feature vectors"}
+            raise ValueError(f"ood: source {ood_source!r} gives "
+                             f"{kinds[ood_source in IMAGE_SOURCES]}, {source!r} "
+                             f"{kinds[source in IMAGE_SOURCES]}: a model of one cannot be "
+                             "queried with the other")
+    if common["subsample"] is not None:
+        check_value(common["subsample"], Annotated[int, Range(1)], "subsample")
+        size = _source_size(source, options)
+        if size is not None and common["subsample"] > size:
+            raise ValueError(f"subsample: {common['subsample']} is more than the {size} "
+                             f"records of source {source!r}")
+    check = SPEC_CHECKS.get(source)
+    if check is not None:
+        parameters = inspect.signature(SOURCES[source]).parameters
+        check(**{key: options.get(key, parameters[key].default) for key in parameters
+                 if key != "root"})
     return source, options, common
+
+
+def _source_size(source: str, options: Mapping[str, Any]) -> int | None:
+    """Records of a source before any subsample (None where only its files would say)."""
+    parameters = inspect.signature(SOURCES[source]).parameters
+    if "n_samples" in parameters:
+        return int(options.get("n_samples", parameters["n_samples"].default))
+    return KNOWN_SIZES.get(source)
 
 
 def expected_size(spec: Mapping[str, Any]) -> int | None:
@@ -131,10 +173,7 @@ def expected_size(spec: Mapping[str, Any]) -> int | None:
     source, options, common = _split_spec(spec)
     if common["subsample"] is not None:
         return int(common["subsample"])
-    parameters = inspect.signature(SOURCES[source]).parameters
-    if "n_samples" in parameters:
-        return int(options.get("n_samples", parameters["n_samples"].default))
-    return KNOWN_SIZES.get(source)
+    return _source_size(source, options)
 
 
 def check_spec(spec: Mapping[str, Any]) -> None:

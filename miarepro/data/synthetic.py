@@ -7,7 +7,7 @@ parameters always give bit-identical arrays on any machine.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 
@@ -25,6 +25,15 @@ def _check_positive(**values: int) -> None:
             raise ValueError(f"{key} must be a positive integer, got {value!r}")
 
 
+def check_sm_synthetic(n_samples: int, n_classes: int, **_: Any) -> None:
+    """What :func:`sm_synthetic` needs of its spec, checked before any job (config validation
+    calls it through ``miarepro.data.SPEC_CHECKS``)."""
+    _check_positive(n_samples=n_samples, n_classes=n_classes)
+    if n_samples % n_classes:
+        raise ValueError(f"n_samples={n_samples} must be a multiple of n_classes={n_classes} "
+                         f"(the paper uses equally many records per class)")
+
+
 def sm_synthetic(root: Path, n_samples: Positive = 400, n_features: Positive = 75,
                  n_classes: Positive = 10, seed: int = 0) -> Dataset:
     """Stolen Memories' Gaussian naive-Bayes data (paper sizes: 400, 800 or 1,600 records).
@@ -37,10 +46,8 @@ def sm_synthetic(root: Path, n_samples: Positive = 400, n_features: Positive = 7
     The generating parameters go into ``meta`` (``means``: n_classes × n_features,
     ``variances``: n_features) because the "omniscient" attack evaluates the true likelihoods.
     """
-    _check_positive(n_samples=n_samples, n_features=n_features, n_classes=n_classes)
-    if n_samples % n_classes:
-        raise ValueError(f"n_samples={n_samples} must be a multiple of n_classes={n_classes} "
-                         f"(the paper uses equally many records per class)")
+    check_sm_synthetic(n_samples=n_samples, n_classes=n_classes)
+    _check_positive(n_features=n_features)
     rng = np.random.default_rng(seed)
     means = rng.uniform(0.0, 1.0, size=(n_classes, n_features))
     variances = rng.uniform(0.5, 1.5, size=n_features)
