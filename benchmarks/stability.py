@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
+from workflow import ROOT, SNAKEMAKE, timed  # benchmarks/workflow.py
 
 from report import emit  # benchmarks/report.py
-from workflow import ROOT, SNAKEMAKE, timed  # benchmarks/workflow.py
 
 SEED_SHIFT = 100_000  # above any replicate's seed step, so no run repeats another's draw
 
@@ -69,7 +69,7 @@ def run_claims(work: Path, config: dict) -> float:
 def agreement(first: pd.DataFrame, second: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(rows of both runs side by side, counts of first x second verdicts)."""
     key = ["claim", "study"]
-    both = first[key + ["verdict"]].merge(second[key + ["verdict"]], on=key, how="outer",
+    both = first[[*key, "verdict"]].merge(second[[*key, "verdict"]], on=key, how="outer",
                                           suffixes=("_first", "_second")).fillna("absent")
     both = both[~((both["verdict_first"] == "not run") & (both["verdict_second"] == "not run"))]
     return both, pd.crosstab(both["verdict_first"], both["verdict_second"])

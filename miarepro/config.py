@@ -198,6 +198,10 @@ def _check_names(config: dict[str, Any]) -> None:
             check_spec(spec)
         except ValueError as error:
             raise _fail(f"datasets.{key}", str(error)) from None
+    for name, study in config["studies"].items():  # first, so no other check blames another
+        if study["dataset"] not in config["datasets"]:
+            raise _fail(f"studies.{name}.dataset", unknown("dataset", study["dataset"],
+                                                           config["datasets"]))
     for name, study in config["studies"].items():
         _check_study(f"studies.{name}", study, config)
     _check_artifacts(config)
@@ -209,8 +213,6 @@ def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> N
     from miarepro.models import IMAGE_ARCHITECTURES, check_architecture
     from miarepro.splits import STRIDE, has_public
 
-    if study["dataset"] not in config["datasets"]:
-        raise _fail(f"{where}.dataset", unknown("dataset", study["dataset"], config["datasets"]))
     try:
         check_architecture(study["model"], f"{where}.model")
     except ValueError as error:
@@ -234,6 +236,11 @@ def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> N
             spec = get_attack(entry["attack"])
         except KeyError as error:
             raise _fail(f"{at}.attack", error.args[0]) from None
+        known = spec.option_names() | WORKFLOW_KEYS
+        for key in entry:
+            if key not in known:
+                raise _fail(f"{at}.{key}", unknown("key", key, known, f"attack {spec.name!r} "
+                                                   "(its options and the workflow's keys)"))
         try:
             spec.check_params(attack_params(entry), at)
         except ValueError as error:

@@ -230,10 +230,14 @@ class AttackSpec:
         return ({k: v for k, v in params.items() if k in fit_names},
                 {k: v for k, v in params.items() if k not in fit_names})
 
+    def option_names(self) -> set[str]:
+        """The attack's own options: its scoring function's and its fit's parameters."""
+        return {p.name for p in parameters(self.fn)} | (
+            {p.name for p in parameters(self.fit, skip=2)} if self.fit else set())
+
     def check_params(self, params: dict[str, Any], where: str) -> None:
         """Reject unknown, missing or out-of-range parameters, naming the bad key."""
-        known = {p.name for p in parameters(self.fn)} | (
-            {p.name for p in parameters(self.fit, skip=2)} if self.fit else set())
+        known = self.option_names()
         for key in params:
             if key not in known:
                 raise OptionError(f"{where}.{key}: " + unknown("option", key, known,
