@@ -32,6 +32,10 @@ include: "rules/attacks.smk"
 include: "rules/artifacts.smk"
 
 
+if workflow.is_main_process:
+    announce_absent_datasets()
+
+
 onstart:
     check_datasets()
 

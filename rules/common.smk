@@ -1,6 +1,7 @@
 # Helpers shared by the rules: config lookups and input functions (no rules here).
 import functools
 import inspect
+import os
 import re
 
 from miarepro.artifacts import builders as artifact_builders
@@ -27,24 +28,35 @@ wildcard_constraints:
     dataset=r"[A-Za-z0-9_.-]+",
 
 
-def check_datasets():
-    """Before the first job: every dataset the run builds whose files are not on disk, all
-    reported at once (:mod:`miarepro.data.preflight`); the run stops if any may not be
-    downloaded."""
-    from snakemake.exceptions import WorkflowError
+def announce_absent_datasets():
+    """When the workflow is read (a dry run included, which skips `onstart`): every dataset a
+    study uses that is neither built under results/ nor on disk, all reported at once
+    (:mod:`miarepro.data.preflight`), so a reviewer planning a run learns of it then."""
     from snakemake.logging import logger
+
+    from miarepro.data import preflight
+
+    unbuilt = {study["dataset"] for study in config["studies"].values()
+               if not os.path.exists(f"{RESULTS}/datasets/{study['dataset']}.npz")}
+    message, blocking = preflight.report(preflight.absent(config, unbuilt))
+    if message:
+        logger.warning(message + ("\nA run stops before its first job until then."
+                                  if blocking else ""))
+
+
+def check_datasets():
+    """Before the first job: the run stops if a dataset it builds is absent and may not be
+    downloaded (listed when the workflow was read: :func:`announce_absent_datasets`)."""
+    from snakemake.exceptions import WorkflowError
 
     from miarepro.data import preflight
 
     building = {job.wildcards["dataset"] for job in workflow.dag.needrun_jobs()
                 if job.rule.name == "dataset"}
-    if not building:
-        return
-    message, blocking = preflight.report(preflight.absent(config, building))
+    blocking = [entry for entry in preflight.absent(config, building) if not entry.download]
     if blocking:
-        raise WorkflowError(message)
-    if message:
-        logger.info(message)
+        raise WorkflowError(f"{len(blocking)} dataset(s) this run needs are absent (listed "
+                            "above): stopping before the first job")
 
 
 def stored_signature(function):

@@ -726,17 +726,24 @@ def test_report_groups_artifacts_by_paper_and_kind_with_captions(workflow):
 
 
 def test_missing_datasets_are_reported_together_before_any_job(tmp_path):
-    """Two real datasets absent (one downloadable): the run stops before its first job, naming
-    both absent files and the study that needs each."""
+    """Two real datasets absent (one downloadable): a dry run lists them and still plans; the
+    run stops before its first job, naming both absent files and the study that needs each."""
     config = copy.deepcopy(TINY)
     config["data_dir"] = str(tmp_path / "data")
-    config["datasets"]["tiny"] = {"source": "cifar10", "ood": TINY["datasets"]["tiny"]["ood"]}
+    config["datasets"]["tiny"] = {"source": "cifar10", "ood": {"source": "image_like"}}
     config["datasets"]["tiny-tab"] = {"source": "pima", "download": True}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    result = subprocess.run([*SNAKEMAKE, "--directory", str(tmp_path), "--configfile",
-                             str(tmp_path / "config.yaml"), "--cores", "1"],
-                            capture_output=True, text=True, check=False)
+    command = [*SNAKEMAKE, "--directory", str(tmp_path), "--configfile",
+               str(tmp_path / "config.yaml"), "--cores", "1"]
+    planned = subprocess.run([*command, "--dry-run"], capture_output=True, text=True,
+                             check=False)
+    assert planned.returncode == 0, planned.stderr[-2000:]
+    listed = planned.stdout + planned.stderr  # a dry run logs to stdout
+    assert "1 dataset(s) are not on disk" in listed
+    assert "A run stops before its first job until then" in listed
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
     assert result.returncode != 0
+    assert "1 dataset(s) this run needs are absent (listed above)" in result.stderr
     assert "1 dataset(s) are not on disk" in result.stderr
     assert re.search(r"^- tiny \(source cifar10, for .*\bpart, part-ood, wide\): ",
                      result.stderr, re.M)
