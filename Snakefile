@@ -37,7 +37,7 @@ if workflow.is_main_process:
 
 
 onstart:
-    check_datasets()
+    before_first_job()
 
 
 rule all:

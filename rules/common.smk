@@ -44,15 +44,21 @@ def announce_absent_datasets():
                                   if blocking else ""))
 
 
-def check_datasets():
-    """Before the first job: the run stops if a dataset it builds is absent and may not be
-    downloaded (listed when the workflow was read: :func:`announce_absent_datasets`)."""
+def before_first_job():
+    """Before the first job: say how many models the run trains (a config edit can turn a
+    miniature into thousands of jobs), and stop if a dataset it builds is absent and may not
+    be downloaded (listed when the workflow was read: :func:`announce_absent_datasets`)."""
     from snakemake.exceptions import WorkflowError
+    from snakemake.logging import logger
 
     from miarepro.data import preflight
 
-    building = {job.wildcards["dataset"] for job in workflow.dag.needrun_jobs()
-                if job.rule.name == "dataset"}
+    jobs = list(workflow.dag.needrun_jobs())
+    models = sum(10 if job.rule.name == "train_tens" else 1 for job in jobs
+                 if job.rule.name in ("train", "train_tens"))
+    if models:
+        logger.info(f"This run trains {models} model{'s' * (models != 1)} in {len(jobs)} jobs.")
+    building = {job.wildcards["dataset"] for job in jobs if job.rule.name == "dataset"}
     blocking = [entry for entry in preflight.absent(config, building) if not entry.download]
     if blocking:
         raise WorkflowError(f"{len(blocking)} dataset(s) this run needs are absent (listed "

@@ -179,7 +179,7 @@ def planned_wildcards(workdir: Path, config: dict, rule: str) -> list[str]:
 @pytest.fixture(scope="module")
 def workflow(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("workflow")
-    run(workdir, TINY)
+    (workdir / "first-run.log").write_text(run(workdir, TINY))
     return workdir
 
 
@@ -231,6 +231,14 @@ def test_outputs_exist_with_expected_content(workflow):
     card = yaml.safe_load((results / "studies/part/models/target/0.json").read_text())
     assert {"train_indices_sha256", "seed", "train_accuracy", "test_accuracy",
             "train_seconds"} <= set(card)
+
+
+def test_a_run_says_how_many_models_it_trains_before_its_first_job(workflow):
+    log = (workflow / "first-run.log").read_text()
+    trained = len(list((workflow / "results" / "studies").glob("*/models/*/*.pt")))
+    announced = re.search(r"This run trains (\d+) models in \d+ jobs\.", log)
+    assert announced and int(announced.group(1)) == trained
+    assert announced.start() < re.search(r"^(local)?rule train", log, re.M).start()
 
 
 def test_nothing_left_to_do_after_a_run(workflow):
