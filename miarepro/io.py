@@ -17,7 +17,7 @@ import json
 import os
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -85,10 +85,13 @@ def write_arrays(path: str | os.PathLike[str], **arrays: np.ndarray) -> None:
         np.savez(handle, **arrays)
 
 
-def read_arrays(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+def read_arrays(path: str | os.PathLike[str],
+                keys: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+    """The arrays of an ``.npz`` file, or only ``keys``: the others are never read (a job that
+    needs a dataset's labels does not load its images: ImageNet's are 63 GB)."""
     try:
         with np.load(path, allow_pickle=False) as data:
-            return {key: data[key] for key in data.files}
+            return {key: data[key] for key in (data.files if keys is None else keys)}
     except (ValueError, EOFError, OSError, zipfile.BadZipFile) as error:
         if isinstance(error, FileNotFoundError):
             raise

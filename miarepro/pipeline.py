@@ -38,7 +38,7 @@ def make_dataset(spec: dict[str, Any], data_dir: str, output: str) -> None:
 
 
 def make_split(dataset_path: str, spec: dict[str, Any], output: str) -> None:
-    n_samples = len(io.read_arrays(dataset_path)["y"])
+    n_samples = len(io.read_arrays(dataset_path, ["y"])["y"])
     card = io.read_json(Path(dataset_path).with_suffix(".json"))
     io.write_arrays(output, **splits.make_split(
         n_samples, spec, ood_start=card["meta"].get("ood_start"),
@@ -166,10 +166,10 @@ class StudyFiles:
         self._loaded: dict[tuple[str, int], Any] = {}  # models queried so far
 
     def features(self) -> np.ndarray:
-        return io.read_arrays(self.dataset_path)["X"]
+        return io.read_arrays(self.dataset_path, ["X"])["X"]
 
     def labels(self) -> np.ndarray:
-        return io.read_arrays(self.dataset_path)["y"]
+        return io.read_arrays(self.dataset_path, ["y"])["y"]
 
     def signals(self, role: str, index: int) -> np.ndarray:
         """The saved logits ``(A, M, C)`` of model ``role/index`` (a fit's input files)."""
@@ -274,7 +274,7 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
     params = spec.split_params(attack_params(attack))[1]  # the fit's own are in its file
     if study is not None and spec.queries and not spec.whitebox:
         study = QueryAccess(study)
-    labels = io.read_arrays(dataset_path)["y"]
+    labels = io.read_arrays(dataset_path, ["y"])["y"]
     split = io.read_arrays(split_path)
     by_index = {int(Path(path).stem): path for path in reference_signals}
     if spec.needs_loo:

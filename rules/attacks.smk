@@ -13,7 +13,7 @@ rule score:
         whitebox=whitebox_params,
         code=attack_code,
     resources:
-        mem_mb=8000,
+        mem_mb=lambda wildcards, attempt: 8000 * 2 ** (attempt - 1),  # more on each retry
         runtime=30,
     benchmark:
         "results/benchmarks/{study}/score-{attack}.tsv"

@@ -106,7 +106,7 @@ def density_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
     (study,) = studies_of(settings, config)
     study_config = config["studies"][study]
     dataset, split_path, target = _study_files(RESULTS, study, study_config)
-    labels = io.read_arrays(dataset)["y"]
+    labels = io.read_arrays(dataset, ["y"])["y"]
     split = io.read_arrays(split_path)
     target_logits = io.read_array(target)
     sample, target_score = None, None
