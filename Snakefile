@@ -10,6 +10,7 @@ sys.path.insert(0, workflow.basedir)
 os.environ.update(PYTHONPATH=workflow.basedir)
 
 from miarepro import config as miarepro_config  # noqa: E402
+from miarepro import schema as miarepro_schema  # noqa: E402
 
 
 if "studies" not in config and "include" not in config:  # a --configfile replaces the default
@@ -18,7 +19,7 @@ if "studies" not in config and "include" not in config:  # a --configfile replac
 
 
 
-miarepro_config.check_files(workflow.configfiles)  # a key given twice fails, naming its line
+miarepro_schema.check_files(workflow.configfiles)  # a key given twice fails, naming its line
 miarepro_config.validate(config)  # merges in the configs it includes (config/papers/all.yaml)
 
 

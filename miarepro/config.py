@@ -7,27 +7,13 @@ job starts, with a message naming the bad key and listing the known values.
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 
-from miarepro import io
 from miarepro.options import did_you_mean, unknown
-
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "config" / "schema.yaml"
-# Keys of an attack entry that the workflow consumes; the rest are the attack's own parameters.
-WORKFLOW_KEYS = frozenset(
-    {"attack", "n_reference", "loo_models", "loo_records", "records", "label", "paper_attack",
-     "paper_setting", "reference_study"}
-)
-#: What a study with ``models_from`` takes from its source: the models and how they were made.
-INHERITED = ("dataset", "split", "model", "training", "targets", "queries",
-             "ten_per_job")
-
-
-class ConfigError(ValueError):
-    """A config value is invalid; the message names the key path."""
+from miarepro.paths import WORKFLOW_KEYS, attack_params, replicate_name
+from miarepro.schema import INHERITED, ConfigError, load_schema
 
 
 def _with_defaults(validator_class: type) -> type:
@@ -44,14 +30,10 @@ def _with_defaults(validator_class: type) -> type:
     return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
 
 
-def load_schema() -> dict[str, Any]:
-    return io.read_yaml(SCHEMA_PATH.read_text())
-
-
 def validate(config: dict[str, Any]) -> dict[str, Any]:
     """Validate ``config`` in place (filling defaults, merging in the configs it ``include``s:
     :mod:`miarepro.includes`) and return it; raise ConfigError."""
-    from miarepro import includes  # it builds on this module
+    from miarepro import includes
 
     includes.resolve(config)
     _inherit_models(config)
@@ -66,16 +48,6 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
 
 #: A replicate's seeds: the study's own plus this times the replicate's number.
 REPLICATE_SEED_STEP = 1000
-
-
-def replicate_name(study: str, replicate: int) -> str:
-    """The generated study that runs replicate ``replicate`` (0 is the study itself)."""
-    return study if replicate == 0 else f"{study}-r{replicate}"
-
-
-def replicates_of(name: str, config: dict[str, Any]) -> list[str]:
-    """Every replicate of study ``name``, itself first."""
-    return [replicate_name(name, r) for r in range(config["studies"][name].get("replicates", 1))]
 
 
 def _expand_replicates(config: dict[str, Any]) -> None:
@@ -111,22 +83,6 @@ def _expand_replicates(config: dict[str, Any]) -> None:
             studies[copy_name] = replica
 
 
-def read_file(path: str | Path) -> dict[str, Any]:
-    """A config file, read strictly (:func:`miarepro.io.read_config_yaml`): a key given twice
-    or a syntax error fails naming the file and the line."""
-    try:
-        return io.read_config_yaml(path)
-    except ValueError as error:
-        raise ConfigError(f"config file {error}") from None
-
-
-def check_files(paths: list[str]) -> None:
-    """Snakemake reads ``--configfile`` with a loader that keeps the last of two equal keys and
-    says nothing; read each file again strictly, so a duplicate fails before any job."""
-    for path in paths:
-        read_file(path)
-
-
 def _describe(error: jsonschema.ValidationError) -> str:
     """A schema error as ``config key <path>: <what is wrong>``, with a did-you-mean."""
     path = [str(part) for part in error.absolute_path]
@@ -138,16 +94,6 @@ def _describe(error: jsonschema.ValidationError) -> str:
     if error.validator == "enum":
         return f"config key {where}: " + unknown("value", error.instance, error.validator_value)
     return f"config key {where}: {error.message}"
-
-
-def model_home(name: str, study: dict[str, Any]) -> str:
-    """The study whose directory holds this study's split, models, signals and fits."""
-    return study.get("models_from", name)
-
-
-def reference_home(name: str, study: dict[str, Any], attack: dict[str, Any]) -> str:
-    """The study whose reference models (and fits of them) an attack instance uses."""
-    return attack.get("reference_study") or model_home(name, study)
 
 
 def _inherit_models(config: dict[str, Any]) -> None:
@@ -177,11 +123,6 @@ def _require_own_models(where: str, name: str, study: dict[str, Any]) -> None:
     if "models_from" in study:
         raise _fail(where, f"study {name!r} takes its models from {study['models_from']!r}; "
                     "name that study instead")
-
-
-def attack_params(entry: dict[str, Any]) -> dict[str, Any]:
-    """The attack function's own parameters of one attack entry."""
-    return {key: value for key, value in entry.items() if key not in WORKFLOW_KEYS}
 
 
 def _fail(where: str, message: str) -> ConfigError:
@@ -413,8 +354,8 @@ def _check_attack_sizes(at: str, entry: dict[str, Any], spec: Any,
 
 
 def _check_artifacts(config: dict[str, Any]) -> None:
-    from miarepro.artifacts.builders import BUILDERS
     from miarepro.artifacts.catalog import ARTIFACT_IDS
+    from miarepro.artifacts.registry import BUILDERS
 
     for artifact, settings in config["artifacts"].items():
         where = f"artifacts.{artifact}"
@@ -494,8 +435,7 @@ def _check_artifact_paper_keys(where: str, settings: dict[str, Any],
 def _check_measured(settings: dict[str, Any], metrics: dict[str, Any], where: str) -> None:
     """An artifact can only show metrics the score jobs measure (``metrics.fprs``,
     ``metrics.calibration`` and ``metrics.alphas``)."""
-    from miarepro.artifacts.builders import COMPUTE
-    from miarepro.artifacts.figures import SECONDS
+    from miarepro.artifacts.registry import COMPUTE, SECONDS
     from miarepro.uncertainty import (
         decision_metric_names,
         exceedance_name,

@@ -14,7 +14,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from miarepro.config import INHERITED, ConfigError, load_schema, read_file
+from miarepro.schema import INHERITED, ConfigError, load_schema, read_file
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
 #: What decides the models a study trains besides its dataset (compared by its spec): what a
@@ -92,7 +92,7 @@ def _keep_artifacts_to_their_part(artifacts: dict[str, Any],
     """An artifact without ``studies`` reads every study: one part's (BMIA's ROC curves) keeps
     to that part's studies; one that several parts define (the leaderboard, the claims)
     spans them all."""
-    from miarepro.artifacts.builders import BUILDERS
+    from miarepro.artifacts.registry import BUILDERS
 
     for name, settings in artifacts.items():
         parts = [studies for names, studies in defined_by.values() if name in names]

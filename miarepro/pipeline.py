@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from miarepro import io, splits
-from miarepro.config import attack_params, model_home, reference_home
+from miarepro.paths import attack_params
 
 if TYPE_CHECKING:
     from miarepro.attacks import AttackContext
@@ -192,7 +192,7 @@ class StudyFiles:
     def fit_seed(self, group: int) -> int:
         """The seed of an attack-side fit (a regressor, a generator, proxies) for target or
         repetition ``group``: the group, moved by the training seed, so that a replicate of the
-        study (:func:`miarepro.config.replicates_of`) fits anew while the first keeps its seeds."""
+        study (:func:`miarepro.paths.replicates_of`) fits anew while the first keeps its seeds."""
         return group + splits.STRIDE * int(self._recipe.get("seed", 0))
 
     def meta(self) -> dict[str, Any]:
@@ -416,29 +416,3 @@ def _loo_inputs(split: dict, attack: dict, loo_signals: list[str]) -> tuple[np.n
     return records, np.stack(by_record)
 
 
-def fit_paths(results: str, study_name: str, study: dict[str, Any],
-              attack: dict[str, Any]) -> list[str]:
-    """Per target, the fit an attack instance reads (without suffix; ``[]`` if it has none).
-
-    A ``references``-scoped fit belongs to the target's reference models: one per repetition
-    of a partition study, one shared by all targets of a balanced study. It lives with those
-    models (:func:`miarepro.config.reference_home`), so every study using them shares it.
-    """
-    from miarepro.attacks import get_attack
-
-    spec = get_attack(attack["attack"])
-    if spec.fit is None:
-        return []
-    key = spec.fit_key(attack_params(attack), attack.get("n_reference", 0))
-    scoped = spec.fit_scope == "references"
-    shared = scoped and study["split"]["scheme"] == "balanced"
-    owner = (reference_home(study_name, study, attack) if scoped
-             else model_home(study_name, study))
-    return [f"{results}/studies/{owner}/fits/{key}/{0 if shared else target}"
-            for target in range(study["targets"])]
-
-
-def loo_model_indices(records: int, models: int) -> list[int]:
-    """The leave-one-out models of ``records`` records, ``models`` each, record by record
-    (:func:`miarepro.splits.training_indices` numbers them seed-major)."""
-    return [j * splits.STRIDE + k for k in range(records) for j in range(models)]

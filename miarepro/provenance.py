@@ -8,10 +8,11 @@ from the step's entry modules on, transitively. Two kinds of module are read dif
 - registries (``miarepro.attacks``): importing one imports every attack family to register
   it, but a LiRA score job runs ``attacks/lira.py``, not ``attacks/iha.py``; their text
   counts, their imports do not;
-- drivers (``miarepro.pipeline``, ``miarepro.config``): they hold every step's code, each
-  step importing what it needs inside its function; their text and their module-level imports
-  count, the imports inside their functions belong to the step that makes them, which names
-  them as entries. So editing ``miarepro/uncertainty.py`` rescores, but never retrains.
+- drivers (``miarepro.pipeline``, ``miarepro.config``, ``miarepro.paths``): they hold every
+  step's code, each step importing what it needs inside its function; their text and their
+  module-level imports count, the imports inside their functions belong to the step that makes
+  them, which names them as entries. So editing ``miarepro/uncertainty.py`` rescores, but
+  never retrains.
 
 A package's ``__init__`` counts (as text) for every module in it. Imports of anything outside
 the package are not followed: the environment is pinned separately.
@@ -28,7 +29,7 @@ from pathlib import Path
 PACKAGE = "miarepro"
 ROOT = Path(__file__).resolve().parent
 REGISTRIES = frozenset({"miarepro.attacks"})
-DRIVERS = frozenset({"miarepro.pipeline", "miarepro.config"})
+DRIVERS = frozenset({"miarepro.pipeline", "miarepro.config", "miarepro.paths"})
 
 
 def source_file(module: str) -> Path | None:

@@ -7,8 +7,8 @@ import re
 from miarepro.artifacts import builders as artifact_builders
 from miarepro.artifacts import report as artifact_report
 from miarepro.artifacts.results import studies_read
-from miarepro.config import attack_params, model_home, reference_home
-from miarepro.pipeline import fit_paths, loo_model_indices
+from miarepro.paths import (attack_params, fit_paths, loo_model_indices, model_home,
+                            reference_home)
 from miarepro import provenance
 from miarepro.attacks import get_attack
 from miarepro.splits import reference_indices

@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from miarepro import config as cfg
+from miarepro import paths, schema
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -252,15 +253,15 @@ def test_a_study_with_models_from_audits_the_same_models():
     source, derived = validated["studies"]["bmia-mnist"], validated["studies"]["bmia-mnist-ood"]
     for key in cfg.INHERITED:
         assert derived[key] == source[key], key
-    assert cfg.model_home("bmia-mnist-ood", derived) == "bmia-mnist"
-    assert cfg.reference_home("bmia-mnist-ood", derived, derived["attacks"]["bmia"]) == \
+    assert paths.model_home("bmia-mnist-ood", derived) == "bmia-mnist"
+    assert paths.reference_home("bmia-mnist-ood", derived, derived["attacks"]["bmia"]) == \
         "bmia-mnist"
     mlp = source["attacks"]["bmia-ref-mlp"]
-    assert cfg.reference_home("bmia-mnist", source, mlp) == "bmia-mnist-mlp"
+    assert paths.reference_home("bmia-mnist", source, mlp) == "bmia-mnist-mlp"
 
 
 def test_attack_params_are_what_the_workflow_does_not_consume():
-    assert cfg.attack_params({"attack": "lira", "n_reference": 2, "mode": "online"}) == \
+    assert paths.attack_params({"attack": "lira", "n_reference": 2, "mode": "online"}) == \
         {"mode": "online"}
 
 
@@ -281,7 +282,7 @@ def test_replicates_are_the_study_under_new_seeds_with_their_sources_replicates(
         config["studies"][name]["replicates"] = 3
     studies = cfg.validate(config)["studies"]
     first, third = studies["bmia-mnist"], studies["bmia-mnist-r2"]
-    assert cfg.replicates_of("bmia-mnist", config) == ["bmia-mnist", "bmia-mnist-r1",
+    assert paths.replicates_of("bmia-mnist", config) == ["bmia-mnist", "bmia-mnist-r1",
                                                        "bmia-mnist-r2"]
     assert third["replicate_of"] == "bmia-mnist" and "replicate_of" not in first
     assert third["split"]["seed"] == first["split"]["seed"] + 2 * cfg.REPLICATE_SEED_STEP
@@ -291,7 +292,7 @@ def test_replicates_are_the_study_under_new_seeds_with_their_sources_replicates(
         k: v for k, v in first.items() if k not in ("split", "training", "attacks")}
     assert third["attacks"]["bmia-ref-mlp"]["reference_study"] == "bmia-mnist-mlp-r2"
     assert studies["bmia-mnist-ood-r1"]["models_from"] == "bmia-mnist-r1"
-    assert cfg.replicates_of("iha-mnist", config) == ["iha-mnist"]  # one by default
+    assert paths.replicates_of("iha-mnist", config) == ["iha-mnist"]  # one by default
 
 
 @pytest.mark.parametrize(("edit", "words"), [
@@ -316,12 +317,12 @@ def test_a_key_given_twice_or_bad_yaml_fails_naming_the_file_and_line(tmp_path):
     path.write_text("studies:\n  a: {paper: bmia}\n  b: {paper: iha}\n  a: {paper: qmia}\n")
     with pytest.raises(cfg.ConfigError, match=r"config\.yaml, line 4: key 'a' is given twice "
                                               r"in one mapping \(first on line 2\)"):
-        cfg.read_file(path)
+        schema.read_file(path)
     path.write_text("base: &b {x: 1}\nover: {<<: *b, x: 2}\n")  # a merge key may be overridden
-    assert cfg.read_file(path) == {"base": {"x": 1}, "over": {"x": 2}}
+    assert schema.read_file(path) == {"base": {"x": 1}, "over": {"x": 2}}
     path.write_text("studies:\n  a: [1, 2\n  b: 3\n")
     with pytest.raises(cfg.ConfigError, match=r"config\.yaml, line 3, column 4: not valid YAML"):
-        cfg.read_file(path)
+        schema.read_file(path)
 
 
 def test_an_included_config_is_read_strictly(tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ LIRA = ("miarepro.pipeline", "miarepro.attacks.lira", "miarepro.uncertainty", "m
 
 def test_imports_split_module_level_from_function_level_and_skip_type_checking():
     top, inner = provenance.imports("miarepro.pipeline")
-    assert {"miarepro.io", "miarepro.splits", "miarepro.config"} <= top
+    assert {"miarepro.io", "miarepro.splits", "miarepro.paths"} <= top
     assert {"miarepro.training", "miarepro.attacks", "miarepro.uncertainty"} <= inner
     assert "miarepro.attacks" not in top  # only under `if TYPE_CHECKING:` at module level
     top, _ = provenance.imports("miarepro.attacks.lira")
@@ -54,3 +54,49 @@ def test_an_edit_changes_the_digests_of_the_steps_that_run_it_only(package_copy)
         handle.write("\n# an edit\n")
     provenance.digest.cache_clear()
     assert provenance.digest(TRAIN) != before["train"]
+
+
+def test_the_package_import_graph_has_no_cycle():
+    """Imports at module level and inside functions: no module imports one that imports it
+    back, and loading a config never reaches the artifact builders (``from p import m`` points
+    at module ``p.m`` where there is one, else at ``p``)."""
+    import ast
+
+    from miarepro.provenance import ROOT, source_file
+
+    graph = {}
+    for path in ROOT.rglob("*.py"):
+        parts = path.relative_to(ROOT.parent).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                edges |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                edges |= {f"{node.module}.{alias.name}"
+                          if source_file(f"{node.module}.{alias.name}") else node.module
+                          for alias in node.names}
+        graph[module] = {edge for edge in edges
+                         if edge.startswith("miarepro") and source_file(edge)} - {module}
+    finished, chain = set(), []
+
+    def visit(module: str) -> None:
+        if module in chain:
+            raise AssertionError("import cycle: " + " -> ".join(
+                [*chain[chain.index(module):], module]))
+        if module not in finished:
+            chain.append(module)
+            for imported in sorted(graph.get(module, ())):
+                visit(imported)
+            chain.pop()
+            finished.add(module)
+
+    for module in sorted(graph):
+        visit(module)
+    reached, todo = set(), ["miarepro.config"]
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo += graph.get(module, ())
+    assert "miarepro.artifacts.builders" not in reached

@@ -8,8 +8,6 @@ figures as ``NAME.png`` and ``NAME.pdf``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,39 +17,9 @@ from miarepro import io, uncertainty
 from miarepro.artifacts import results as res
 from miarepro.artifacts.catalog import for_model, implemented, paper_number, paper_value
 from miarepro.artifacts.regime import regime_markdown, regime_rows
+from miarepro.artifacts.registry import BUILDERS, COMPUTE
 from miarepro.artifacts.results import RESULTS, studies_of, studies_read
-from miarepro.config import model_home, reference_home
-
-SUFFIXES = {"table": (".csv", ".md"), "figure": (".png", ".pdf")}
-#: The papers' compute column (BMIA-T1's "Time"): ours is the minutes of training the models an
-#: attack uses plus its fit and scoring, on whatever device ran them (the table says so).
-COMPUTE = "gpu_minutes"
-
-
-@dataclass(frozen=True)
-class Builder:
-    kind: str
-    build: Callable[[str, dict[str, Any], dict[str, Any], str], None]
-    description: str
-    keys: tuple[str, ...] = ("studies",)  # the settings it reads besides ``builder``
-    #: the files it reads, if not the attacks' scores and metrics (:func:`inputs`)
-    inputs: Callable[[str, dict[str, Any], dict[str, Any]], list[str]] | None = None
-    required: tuple[str, ...] = ()  # the settings it cannot do without
-    #: its ``attacks`` need only be in some of its studies (a grid's rows, a fit table's
-    #: studies); otherwise every listed study must have every listed attack
-    attacks_in_some_study: bool = False
-    #: it shows where each study's target sits (the regime section): it reads the baseline
-    regime: bool = False
-    #: it reads every replicate of its studies (the claims); the others show the first
-    replicates: bool = False
-
-    @property
-    def reads_studies(self) -> bool:
-        """Whether it reads studies (its inputs and reruns follow their config)."""
-        return "studies" in self.keys
-
-    def outputs(self, results: str, name: str, config: dict[str, Any]) -> list[str]:
-        return [f"{results}/artifacts/{name}{suffix}" for suffix in SUFFIXES[self.kind]]
+from miarepro.paths import model_home, reference_home
 
 
 def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
@@ -157,7 +125,7 @@ def leaderboard(name: str, settings: dict[str, Any], config: dict[str, Any], pre
 
 def _models_used(study_config: dict[str, Any], attack_name: str) -> list[tuple[str, int]]:
     """Attack-side models target 0's attack needs: its references and leave-one-out models."""
-    from miarepro.pipeline import loo_model_indices
+    from miarepro.paths import loo_model_indices
     from miarepro.splits import reference_indices
 
     attack = study_config["attacks"][attack_name]
@@ -176,7 +144,7 @@ def _model_cards(results: str, study: str, study_config: dict, attack: str) -> l
 
 
 def _fit_cards(results: str, study: str, study_config: dict, attack: str) -> list[str]:
-    from miarepro.pipeline import fit_paths
+    from miarepro.paths import fit_paths
 
     return [f"{path}.json" for path in fit_paths(results, study, study_config,
                                                    study_config["attacks"][attack])]
@@ -301,105 +269,6 @@ def _rows_not_run(name: str, papers: pd.DataFrame, study: str, study_config: dic
     return rows
 
 
-def _lazy(module: str, function: str) -> Callable[..., Any]:
-    """``miarepro.artifacts.<module>.<function>``, imported when called: the Snakefile imports
-    this module to plan the workflow and should not pay for matplotlib, seaborn or torch."""
-
-    def call(*args: Any) -> Any:
-        import importlib
-
-        return getattr(importlib.import_module(f"miarepro.artifacts.{module}"), function)(*args)
-
-    call.__name__ = function
-    call.__module__ = f"miarepro.artifacts.{module}"  # the code it runs (miarepro.provenance)
-    return call
-
-
-BUILDERS: dict[str, Builder] = {
-    "leaderboard": Builder("table", leaderboard, "cross-paper leaderboard", ("studies", "fprs")),
-    "claims": Builder("table", _lazy("claims", "build"),
-                      "the papers' claims and their verdicts", replicates=True),
-    "paper_table": Builder("table", paper_table, "a paper's table, ours beside theirs",
-                           ("studies", "metrics", "attacks", "default_setting",
-                            "paper_dataset"),
-                           required=("metrics",), attacks_in_some_study=True, regime=True),
-    "roc": Builder("figure", _lazy("figures", "roc_figure"), "log-log ROC curves",
-                   ("studies", "attacks", "title")),
-    "sweep": Builder("figure", _lazy("figures", "sweep_figure"),
-                     "a metric against one attack parameter",
-                     ("studies", "attacks", "x", "series", "metrics", "title"),
-                     required=("studies", "attacks", "x", "metrics")),
-    "grid": Builder("figure", _lazy("figures", "grid_figure"),
-                    "a metric for every target x reference model pair",
-                    ("studies", "attacks", "metrics", "title"),
-                    required=("studies", "attacks", "metrics"), attacks_in_some_study=True),
-    "bars": Builder("figure", _lazy("figures", "bars_figure"),
-                    "a metric per study and attack, as grouped bars with intervals",
-                    ("studies", "attacks", "metrics", "title"),
-                    required=("studies", "attacks", "metrics"), attacks_in_some_study=True),
-    "two_gaussians": Builder("figure", _lazy("sm_figures", "two_gaussians"),
-                             "Stolen Memories' two Gaussians, from the generated data",
-                             ("studies", "title"), inputs=_lazy("sm_figures",
-                                                                "two_gaussians_inputs")),
-    "displacement_sweep": Builder("figure", _lazy("sm_figures", "displacement_sweep"),
-                                  "general-wb's validation vs test accuracy over its sweep",
-                                  ("studies", "attacks", "title"),
-                                  inputs=_lazy("sm_figures", "sweep_inputs"),
-                                  required=("studies", "attacks")),
-    "dp_utility": Builder("figure", _lazy("sm_figures", "dp_utility"),
-                          "target train / test accuracy against the DP epsilon spent",
-                          ("studies", "title"), inputs=_lazy("model_tables", "accuracy_inputs")),
-    "dataset_size_trend": Builder("figure", _lazy("sm_figures", "dataset_size_trend"),
-                                  "one metric of each attack against the dataset's size",
-                                  ("studies", "attacks", "metrics", "title"),
-                                  inputs=_lazy("sm_figures", "size_inputs"),
-                                  required=("studies", "attacks", "metrics"),
-                                  attacks_in_some_study=True),
-    "influence_explanations": Builder("figure", _lazy("sm_figures", "influence_explanations"),
-                                      "training images and influence-directed explanations",
-                                      ("studies", "paper_dataset", "title"),
-                                      inputs=_lazy("sm_figures", "explanation_inputs")),
-    "density": Builder("figure", _lazy("density", "density_figure"),
-                       "one hard non-member's score densities and thresholds per attack",
-                       ("studies", "attacks", "title"), inputs=_lazy("density", "inputs"),
-                       required=("studies", "attacks")),
-    "toy_regression": Builder("figure", _lazy("toy_regression", "toy_regression_figure"),
-                              "BMIA's toy regression: "
-                              "quantile regression vs a Laplace BNN",
-                              ("n_samples", "seed", "title", "deviations"),
-                              inputs=lambda *_: []),
-    "accuracy_table": Builder("table", _lazy("model_tables", "accuracy_table"),
-                              "target accuracies beside the paper's (QMIA Table 3)",
-                              inputs=_lazy("model_tables", "accuracy_inputs")),
-    "search_table": Builder("table", _lazy("model_tables", "search_table"),
-                            "hyperparameter search spaces and chosen values (QMIA Tables 4, 5)",
-                            ("studies", "attacks"), inputs=_lazy("model_tables", "fit_inputs"),
-                            required=("studies", "attacks"), attacks_in_some_study=True),
-    "fit_costs": Builder("table", _lazy("model_tables", "fit_costs"),
-                         "fit seconds with and without a search against one reference model",
-                         ("studies", "attacks"), inputs=_lazy("model_tables", "fit_inputs"),
-                         required=("studies", "attacks"), attacks_in_some_study=True),
-    "training_costs": Builder("table", _lazy("subpop_artifacts", "training_costs"),
-                              "training minutes, all targets known vs per new sample (Subpop "
-                              "Table 3)", inputs=_lazy("subpop_artifacts", "cost_inputs")),
-    "subpopulation_examples": Builder(
-        "figure", _lazy("subpop_artifacts", "subpopulation_examples"),
-        "records beside their crafted subpopulations, and the class kept per noise scale",
-        ("studies", "attacks", "betas", "title"), inputs=_lazy("subpop_artifacts",
-                                                               "example_inputs"),
-        required=("studies", "attacks")),
-    "threat_models": Builder("table", _lazy("iha_tables", "threat_models"),
-                             "what each attack reads, beside IHA Table 1", (),
-                             inputs=lambda *_: []),
-    "agreement": Builder("table", _lazy("iha_tables", "agreement"),
-                         "pairwise decision agreement at one FPR (IHA Table 5)",
-                         ("studies", "attacks", "fpr", "paper_dataset"),
-                         required=("studies", "attacks", "fpr")),
-    "attack_costs": Builder("table", _lazy("iha_tables", "attack_costs"),
-                            "precompute and per-record seconds and memory (IHA Table 6)",
-                            ("studies", "attacks"), inputs=_lazy("iha_tables", "cost_inputs"),
-                            required=("studies", "attacks")),
-}
 
 
 def build(name: str, settings: dict[str, Any], config: dict[str, Any], output: str) -> None:

@@ -46,7 +46,7 @@ import pandas as pd
 from miarepro import io, uncertainty
 from miarepro.artifacts import builders, catalog, regime
 from miarepro.artifacts import results as res
-from miarepro.config import replicates_of
+from miarepro.paths import replicates_of
 from miarepro.uncertainty import Estimate
 
 CLAIMS_DIR = Path(__file__).resolve().parent / "claims"

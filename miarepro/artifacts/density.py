@@ -20,7 +20,7 @@ import numpy as np
 
 from miarepro import io
 from miarepro.artifacts.results import RESULTS, studies_of
-from miarepro.config import attack_params, model_home, reference_home
+from miarepro.paths import attack_params, model_home, reference_home
 
 ALPHA = 0.05  # the paper's alpha
 QUANTILE = 0.95  # the chosen non-member's hinge beats this fraction of non-members
@@ -48,7 +48,7 @@ def _study_files(results: str, study: str, study_config: dict[str, Any]) -> tupl
 def _attack_files(results: str, study: str, study_config: dict[str, Any],
                   attack: dict[str, Any]) -> tuple[dict[int, str], str | None]:
     """Target 0's reference signal files of an attack, by model index, and its fit file."""
-    from miarepro.pipeline import fit_paths
+    from miarepro.paths import fit_paths
     from miarepro.splits import reference_indices
 
     where = f"{results}/studies/{reference_home(study, study_config, attack)}"

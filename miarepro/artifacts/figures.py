@@ -11,6 +11,7 @@ import pandas as pd
 
 from miarepro import io, uncertainty
 from miarepro.artifacts import results as res
+from miarepro.artifacts.registry import SECONDS
 from miarepro.artifacts.results import RESULTS, studies_of
 
 #: seaborn's "colorblind" palette: the figures' colours, without importing seaborn (1.8 s of
@@ -93,7 +94,6 @@ def roc_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pref
     _save(figure, prefix)
 
 
-SECONDS = "seconds"  # a sweep's pseudo-metric: the attack's own scoring time per target
 
 
 def sweep_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
@@ -175,7 +175,7 @@ def grid_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pre
     95% interval; a row's best cell is framed, and the title counts the rows whose matched
     reference is best, the paper's claim.
     """
-    from miarepro.config import model_home, reference_home
+    from miarepro.paths import model_home, reference_home
 
     studies = studies_of(settings, config)
     column_of = {model_home(s, config["studies"][s]): s for s in studies}

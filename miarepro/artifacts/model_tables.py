@@ -17,7 +17,7 @@ from miarepro import io, quantile
 from miarepro.artifacts import results as res
 from miarepro.artifacts.catalog import for_model, paper_value, paper_values
 from miarepro.artifacts.results import RESULTS, studies_of
-from miarepro.config import model_home, reference_home
+from miarepro.paths import model_home, reference_home
 
 
 def _markdown(frame: pd.DataFrame) -> str:
@@ -43,7 +43,7 @@ def _listed(settings: dict[str, Any], config: dict[str, Any]
 
 def _fit_card(results: str, study: str, study_config: dict[str, Any], attack: str,
               target: int = 0) -> str:
-    from miarepro.pipeline import fit_paths
+    from miarepro.paths import fit_paths
 
     paths = fit_paths(results, study, study_config, study_config["attacks"][attack])
     if not paths:

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from miarepro import io, metrics, uncertainty
-from miarepro.config import model_home
+from miarepro.paths import model_home, replicates_of
 
 RESULTS = "results"  # relative to the workflow's working directory
 
@@ -21,9 +21,7 @@ RESULTS = "results"  # relative to the workflow's working directory
 def studies_of(settings: dict[str, Any], config: dict[str, Any],
                replicates: bool = False) -> list[str]:
     """The studies an artifact reads: its ``studies`` setting, or every study; each followed
-    by its further replicates (``config.replicates_of``) with ``replicates``."""
-    from miarepro.config import replicates_of
-
+    by its further replicates (:func:`miarepro.paths.replicates_of`) with ``replicates``."""
     studies = [name for name in settings.get("studies", config["studies"])
                if "replicate_of" not in config["studies"][name]]
     if replicates:

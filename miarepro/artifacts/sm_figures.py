@@ -12,7 +12,7 @@ import pandas as pd
 from miarepro import io, splits
 from miarepro.artifacts.figures import _save, error_bars, palette, pyplot
 from miarepro.artifacts.results import RESULTS, studies_of
-from miarepro.config import model_home
+from miarepro.paths import model_home
 
 
 def _study_files(results: str, settings: dict[str, Any], config: dict[str, Any]
@@ -73,7 +73,7 @@ def two_gaussians(name: str, settings: dict[str, Any], config: dict[str, Any],
 
 def _fit_files(results: str, settings: dict[str, Any], config: dict[str, Any]
                ) -> tuple[str, dict[str, Any], list[str]]:
-    from miarepro.pipeline import fit_paths
+    from miarepro.paths import fit_paths
 
     (study,) = studies_of(settings, config)
     study_config = config["studies"][study]

@@ -14,7 +14,7 @@ from miarepro.artifacts.catalog import paper_value, paper_values
 from miarepro.artifacts.figures import _save, pyplot
 from miarepro.artifacts.model_tables import _write
 from miarepro.artifacts.results import RESULTS, studies_of
-from miarepro.config import attack_params, model_home, reference_home
+from miarepro.paths import attack_params, model_home, reference_home
 
 #: the paper's Table 3 rows: (paper attack, our attack family); "ours without BiGAN" is read as
 #: the natural subpopulation, which trains nothing (matrix §5.4 [D])
@@ -41,7 +41,7 @@ def _shadow_cards(results: str, study: str, study_config: dict[str, Any],
 
 def _bigan_card(results: str, study: str, study_config: dict[str, Any],
                 entry: dict[str, Any]) -> str:
-    from miarepro.pipeline import fit_paths
+    from miarepro.paths import fit_paths
 
     return f"{fit_paths(results, study, study_config, entry)[0]}.json"
 
@@ -124,7 +124,7 @@ def _figure_files(results: str, settings: dict[str, Any], config: dict[str, Any]
 
 
 def example_inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
-    from miarepro.pipeline import fit_paths
+    from miarepro.paths import fit_paths
 
     study, study_config, entry, home, dataset = _figure_files(results, settings, config)
     return [dataset, dataset.replace(".npz", ".json"), f"{home}/split.npz",
@@ -141,7 +141,8 @@ def subpopulation_examples(name: str, settings: dict[str, Any], config: dict[str
 
     from miarepro.attacks.subpop import trained_networks, victim_latent
     from miarepro.bigan import noisy_latents
-    from miarepro.pipeline import StudyFiles, fit_paths
+    from miarepro.paths import fit_paths
+    from miarepro.pipeline import StudyFiles
 
     study, study_config, entry, home, dataset = _figure_files(RESULTS, settings, config)
     files = StudyFiles(dataset, f"{home}/split.npz", f"{home}/models", study_config["model"],

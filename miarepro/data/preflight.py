@@ -128,13 +128,14 @@ def report(found: list[Absent]) -> tuple[str, bool]:
 def main(argv: list[str]) -> int:
     """``python -m miarepro.data.preflight CONFIG.yaml``: exit 1 if a run would stop."""
     from miarepro import config as config_module
+    from miarepro.schema import read_file
 
     if len(argv) != 1:
         print(__doc__.strip().splitlines()[0], "\nusage: python -m miarepro.data.preflight "
               "CONFIG.yaml", file=sys.stderr)
         return 2
     try:
-        config = config_module.read_file(argv[0])
+        config = read_file(argv[0])
         config_module.validate(config)
     except config_module.ConfigError as error:
         print(error, file=sys.stderr)
