@@ -2,6 +2,7 @@
 count the verdicts that agree with the first.
 
     .venv/bin/python benchmarks/stability.py --keep DIR [--first RUN] [--shift K] [--out FILE]
+    .venv/bin/python benchmarks/stability.py --first RUN --second RUN2 [--out FILE]
 
 The second run is the default config with every study's split seed and training seed moved by
 ``K`` x 100,000 (so also its attack-side fits, :meth:`miarepro.pipeline.StudyFiles.fit_seed`):
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -39,20 +41,16 @@ def shifted(config: dict, shift: int) -> dict:
     return config
 
 
-def claims_of(results: Path, config_path: Path) -> pd.DataFrame:
-    """The claims table of a finished run, rebuilt from its scores with the current code."""
-    from miarepro import config as miarepro_config
-    from miarepro.artifacts import claims
-
-    config = miarepro_config.validate(yaml.safe_load(config_path.read_text()))
-    here = Path.cwd()
-    os.chdir(results)
-    try:
-        claims.build("claims", config["artifacts"]["claims"], config,
-                     str(results / "stability-claims"))
-    finally:
-        os.chdir(here)
-    return pd.read_csv(results / "stability-claims.csv")
+def claims_of(run: Path, config_path: Path) -> pd.DataFrame:
+    """The claims table of a finished run, rebuilt from its scores with the current code, in a
+    process of its own (the results readers cache by relative path: two runs in one process
+    would read the first one's metrics twice)."""
+    code = ("import sys, yaml; from miarepro import config; from miarepro.artifacts import claims;"
+            " c = config.validate(yaml.safe_load(open(sys.argv[1])));"
+            " claims.build('claims', c['artifacts']['claims'], c, 'stability-claims')")
+    subprocess.run([sys.executable, "-c", code, str(config_path)], cwd=run, check=True,
+                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return pd.read_csv(run / "stability-claims.csv")
 
 
 def run_claims(work: Path, config: dict) -> float:
@@ -77,12 +75,15 @@ def agreement(first: pd.DataFrame, second: pd.DataFrame) -> tuple[pd.DataFrame, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--keep", type=Path, required=True, help="a new directory for the runs")
+    parser.add_argument("--keep", type=Path, help="a new directory for the runs")
     parser.add_argument("--first", type=Path, help="the directory of a finished default run")
+    parser.add_argument("--second", type=Path, help="the directory of a finished second run "
+                        "(its config.yaml beside results/): compare only")
     parser.add_argument("--shift", type=int, default=1, help="the second run's seed shift K")
     parser.add_argument("--out", type=Path, help="write the report here too")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
+    if args.keep is None and (args.first is None or args.second is None):
+        parser.error("--keep DIR: a new directory for the run(s) to make")
     default_path = ROOT / "config" / "config.yaml"
     default = yaml.safe_load(default_path.read_text())
     rows = []
@@ -90,9 +91,11 @@ def main() -> None:
     if first is None:
         first = args.keep / "first"
         rows.append(("first run (claims only), 2 cores", f"{run_claims(first, default):.0f} s"))
-    second = args.keep / "second"
-    rows.append((f"second run, seeds + {args.shift * SEED_SHIFT:,} (claims only), 2 cores",
-                 f"{run_claims(second, shifted(default, args.shift * SEED_SHIFT)):.0f} s"))
+    second = args.second
+    if second is None:
+        second = args.keep / "second"
+        rows.append((f"second run, seeds + {args.shift * SEED_SHIFT:,} (claims only), 2 cores",
+                     f"{run_claims(second, shifted(default, args.shift * SEED_SHIFT)):.0f} s"))
     both, table = agreement(claims_of(first, default_path),
                             claims_of(second, second / "config.yaml"))
     testable = both[both["verdict_first"].isin(["holds", "fails", "inconclusive"])

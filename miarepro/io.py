@@ -29,10 +29,16 @@ class CorruptFile(OSError):
     """A file the workflow wrote cannot be read back; the message names it and the fix."""
 
 
+def remake_advice(path: str | os.PathLike[str]) -> str:
+    """What to do about a file that cannot be read: Snakemake remakes a file named by
+    ``--forcerun``, and everything made from it, whether the file is there or not."""
+    return (f"Run the same snakemake command again with `--forcerun {path}` added: it remakes "
+            "this file and everything made from it.")
+
+
 def _corrupt(path: str | os.PathLike[str], error: BaseException) -> CorruptFile:
     return CorruptFile(f"{path} cannot be read ({type(error).__name__}: {error}): it is "
-                       "truncated or corrupt. Delete it and run the workflow again; Snakemake "
-                       "recreates it and whatever depends on it.")
+                       f"truncated or corrupt. {remake_advice(path)}")
 
 
 def _umask() -> int:
@@ -159,11 +165,10 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     except FileNotFoundError:
         raise
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as error:
-        raise CorruptFile(
-            f"{path} is not a checkpoint of plain tensors ({type(error).__name__}: "
-            f"{str(error).splitlines()[0]}). It is truncated, corrupt or not written by this "
-            "workflow, and is not loaded for safety. Delete it and run the workflow again to "
-            "retrain the model.") from error
+        raise CorruptFile(  # torch's own message suggests unpickling it: not repeated here
+            f"{path} is not a checkpoint of plain tensors ({type(error).__name__}). It is "
+            "truncated, corrupt or not written by this workflow, and is not loaded for safety. "
+            + remake_advice(path)) from error
 
 
 def _json_default(value: Any) -> Any:

@@ -99,6 +99,7 @@ TINY = {
         },
         "sm": {  # Stolen Memories: white-box attacks sharing one fit, decisions calibrated
             "paper": "stolen-memories", "paper_dataset": "synthetic", "dataset": "tiny-gauss",
+            "replicates": 2,  # the claims' intervals over two runs of the whole study
             "split": {"scheme": "partition", "seed": 0,
                       "fractions": {"target_train": 0.25, "target_test": 0.25,
                                     "reference_pool": 0.5}},
@@ -217,6 +218,13 @@ def test_outputs_exist_with_expected_content(workflow):
                                     "QMIA-C11"])
     assert set(claims.loc[~checked, "verdict"]) == {"not run"}
     assert "not run" not in set(claims.loc[checked, "verdict"]) and checked.sum() == 6
+    # the Stolen Memories study runs twice: its claim rests on both replicates, the others on one
+    assert claims.loc[claims["claim"] == "SM-C1", "replicates"].tolist() == [2]
+    assert claims.loc[claims["claim"] == "BMIA-C11", "replicates"].tolist() == [1]
+    first, second = (yaml.safe_load((results / f"studies/{study}/models/target/0.json")
+                                    .read_text()) for study in ("sm", "sm-r1"))
+    assert first["seed"] != second["seed"]
+    assert first["train_indices_sha256"] != second["train_indices_sha256"]  # its own split
     assert "claims.md" in (results / "artifacts/index.md").read_text()
     index = (results / "artifacts/index.md").read_text()
     assert "| BMIA-T1 |" in index
@@ -808,3 +816,25 @@ def test_both_profiles_print_a_failed_jobs_log():
     """The README promises a failed job's traceback on screen, locally and on a cluster."""
     for profile in (ROOT / "profiles" / "local" / "config.yaml", ROOT / "slurm" / "profile.yaml"):
         assert yaml.safe_load(profile.read_text()).get("show-failed-logs") is True, profile
+
+
+def test_the_advice_for_a_damaged_checkpoint_mends_the_workflow(workflow, tmp_path):
+    """A reference model damaged after the run: the job that reads it fails naming the file and
+    a command; that command remakes it, and the scores come out as before."""
+    work = tmp_path / "work"
+    shutil.copytree(workflow, work)
+    target = "results/studies/part/scores/bmia.parquet"
+    damaged = work / "results/studies/part/models/reference/0.pt"
+    damaged.write_bytes(damaged.read_bytes()[:100])  # newer than the fit: the fit reruns
+    command = [*SNAKEMAKE, "--directory", str(work), "--configfile", str(work / "config.yaml"),
+               "--cores", "2", target]
+    failed = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert failed.returncode != 0
+    advice = re.search(r"with `(--forcerun \S+)` added", failed.stdout + failed.stderr)
+    assert advice, (failed.stdout + failed.stderr)[-3000:]
+    mended = subprocess.run([*command, *advice.group(1).split()], capture_output=True,
+                            text=True, check=False)
+    assert mended.returncode == 0, (mended.stdout + mended.stderr)[-3000:]
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(work / target).drop(columns="score_seconds", errors="ignore"),
+        pd.read_parquet(workflow / target).drop(columns="score_seconds", errors="ignore"))
