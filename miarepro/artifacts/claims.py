@@ -298,9 +298,16 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                              "ours": f"needs {' and '.join(absent)} in this study"})
                 continue
             sides = [claim.a, claim.b or claim.a][: len(names)]  # matched_best's rival: a
+            metrics = [side.get("metric", claim.metric) for side in sides]
+            unmeasured = sorted({metric for name, metric in zip(names, metrics, strict=True)
+                                 if metric not in res.attack_estimates(res.RESULTS, study, name)})
+            if unmeasured:  # e.g. a TPR at an FPR outside the config's metrics.fprs
+                rows.append({**row, "verdict": "not run", "ours": f"needs {', '.join(unmeasured)}"
+                             " measured (the config's metrics)"})
+                continue
             replicates = replicates_of(study, config)
-            estimates = [_over_replicates(replicates, n, side.get("metric", claim.metric))
-                         for n, side in zip(names, sides, strict=True)]
+            estimates = [_over_replicates(replicates, name, metric)
+                         for name, metric in zip(names, metrics, strict=True)]
             outcome, quantity = verdict(claim, estimates[0],
                                         estimates[1] if len(estimates) > 1 else None)
             rival = (f"; strongest rival: {study_config['attacks'][names[1]].get('label')}"
