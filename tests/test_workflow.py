@@ -316,7 +316,8 @@ def test_editing_the_fpr_grid_reruns_scoring_only(workflow):
     edited = copy.deepcopy(TINY)
     edited["metrics"]["fprs"] = [0.01, 0.05, 0.1]
     jobs = planned_jobs(workflow, edited)
-    n_attacks = sum(len(study["attacks"]) for study in TINY["studies"].values())
+    n_attacks = sum(len(study["attacks"]) * study.get("replicates", 1)
+                    for study in TINY["studies"].values())
     assert jobs.get("score") == n_attacks and "fit" not in jobs and "train" not in jobs, jobs
 
 
