@@ -104,6 +104,14 @@ def mean_gradient(flat: FlatLoss, X: np.ndarray, y: np.ndarray,
     return total / len(labels)
 
 
+#: Elements of the ``(records, vectors, width)`` tensors of one closed-form MLP product: the
+#: vectors are taken in chunks that keep them about this size, which the cache holds (on one
+#: core, 100 float32 products of the Purchase MLP-2 on 10,000 records: 2.0 s in chunks of 7
+#: against 3.6 s at once; the float64 Hessian of the MNIST MLP, in chunks of 73: 6.6 s
+#: against 8.3 s).
+MLP_ELEMENTS = 1_500_000
+
+
 def hvp_function(flat: FlatLoss, X: np.ndarray, y: np.ndarray, batch_size: int = 2048,
                  precision: torch.dtype | None = None) -> Callable[[torch.Tensor], torch.Tensor]:
     """``V (k, P) -> (H V^T)^T`` for the Hessian ``H`` of the mean loss over ``X``.
@@ -135,8 +143,12 @@ def hvp_function(flat: FlatLoss, X: np.ndarray, y: np.ndarray, batch_size: int =
     if slopes is not None:
         batches = [(inputs[rows].flatten(1), labels[rows], (rows.stop - rows.start) / n)
                    for rows in _batches(n, batch_size)]
-        return lambda vectors: sum(_mlp_products(flat, slopes, rows, rows_labels, vectors) * weight
-                                   for rows, rows_labels, weight in batches)
+        widest = max(shape[0] for shape in flat.shapes[::2])  # the layers' output widths
+        chunk = max(1, MLP_ELEMENTS // (min(n, batch_size) * widest))
+        return lambda vectors: torch.cat([
+            sum(_mlp_products(flat, slopes, rows, rows_labels, part) * weight
+                for rows, rows_labels, weight in batches)
+            for part in vectors.split(chunk)]) if len(vectors) else vectors.clone()
     pullbacks = []
     for rows in _batches(n, batch_size):
         gradient = grad(lambda t, rows=rows: flat.loss(t, inputs[rows], labels[rows]))

@@ -212,9 +212,12 @@ def test_chunked_hessian_equals_torch_func_hessian():
 @pytest.mark.parametrize("spec", [{"arch": "mlp", "widths": []},
                                   {"arch": "mlp", "widths": [6, 5], "activation": "leaky_relu"},
                                   {"arch": "mlp", "widths": [4, 4, 3]}])
-def test_closed_form_mlp_products_equal_autograd(spec):
-    """The closed-form products of cross-entropy MLPs (several batches, several vectors) equal
-    the Hessian of torch.func; in float32 they agree to float32 precision."""
+@pytest.mark.parametrize("elements", [10**9, 100])  # all vectors at once; one or two a chunk
+def test_closed_form_mlp_products_equal_autograd(spec, elements, monkeypatch):
+    """The closed-form products of cross-entropy MLPs (several batches, several vectors, taken
+    at once or in chunks) equal the Hessian of torch.func; in float32 they agree to float32
+    precision."""
+    monkeypatch.setattr(hessian, "MLP_ELEMENTS", elements)
     torch.manual_seed(1)
     model = build_model(spec, (2, 3), 4)
     X = np.random.default_rng(1).normal(size=(53, 2, 3)).astype(np.float32)

@@ -44,7 +44,7 @@ def test_truncated_files_fail_with_their_path_and_the_fix(tmp_path, name, write,
     path = tmp_path / name
     write(path)
     path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
-    with pytest.raises(io.CorruptFile, match="with `--forcerun .*` added: it remakes") as error:
+    with pytest.raises(io.CorruptFile, match=r"with `--forcerun .*` added: it remakes") as error:
         read(path)
     assert str(path) in str(error.value)
 
