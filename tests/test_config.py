@@ -225,6 +225,12 @@ PROBES = [
      ["datasets.mnist-ood", "ood: source 'purchase_like' gives feature vectors"]),
     (lambda c: c["datasets"]["purchase-like-iha"].update(ood_rotation=15),
      ["datasets.purchase-like-iha", "ood_rotation rotates images"]),
+    (lambda c: (c["datasets"]["mnist-ood"].pop("ood_rotation"), c["datasets"]["mnist-ood"].update(
+        ood={"source": "digits"})),
+     ["datasets.mnist-ood", "ood: records of shape (1, 8, 8) ('digits')", "(1, 28, 28)"]),
+    (lambda c: c["datasets"]["purchase-like-iha"].update(
+        ood={"source": "purchase_like", "n_features": 60}),
+     ["datasets.purchase-like-iha", "ood: records of shape (60,)", "gives (600,)"]),
 ]
 
 

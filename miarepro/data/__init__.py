@@ -90,6 +90,29 @@ IMAGE_SOURCES = frozenset({"digits", "mnist_subset", "image_like", "cifar10", "c
                            "mnist", "fashion_mnist", "svhn", "cinic10", "imagenet", "lfw"})
 
 
+#: Record shapes of the sources whose shape no parameter sets (None: only the files say).
+KNOWN_SHAPES = {"mnist_subset": (1, 28, 28), "mnist": (1, 28, 28), "fashion_mnist": (1, 28, 28),
+                "cifar10": (3, 32, 32), "cifar100": (3, 32, 32), "svhn": (3, 32, 32),
+                "cinic10": (3, 32, 32), "purchase100": (600,), "texas100": (6169,),
+                "breast_cancer": (30,), "toy_sin": (1,)}
+
+
+def _record_shape(source: str, options: Mapping[str, Any]) -> tuple[int, ...] | None:
+    """The shape of one record of a source, from its parameters where they set it."""
+    defaults = {name: parameter.default for name, parameter
+                in inspect.signature(SOURCES[source]).parameters.items()}
+    value = {**defaults, **options}.get
+    if source == "image_like":
+        return (value("channels"), value("side"), value("side"))
+    if source == "imagenet":
+        return (3, value("resolution"), value("resolution"))
+    if source == "digits":
+        return (1, 8, 8) if value("layout") == "8x8" else (1, 28, 28)
+    if "n_features" in defaults:
+        return (value("n_features"),)
+    return KNOWN_SHAPES.get(source)
+
+
 def gives_images(spec: Mapping[str, Any]) -> bool:
     """Whether a spec's records are images, without loading it."""
     return _split_spec(spec)[0] in IMAGE_SOURCES
@@ -143,6 +166,12 @@ def _split_spec(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str,
                              f"{kinds[ood_source in IMAGE_SOURCES]}, {source!r} "
                              f"{kinds[source in IMAGE_SOURCES]}: a model of one cannot be "
                              "queried with the other")
+        shapes = (_record_shape(ood_source, _split_spec(common["ood"])[1]),
+                  _record_shape(source, options))
+        if None not in shapes and shapes[0] != shapes[1]:
+            raise ValueError(f"ood: records of shape {shapes[0]} ({ood_source!r}), but "
+                             f"{source!r} gives {shapes[1]}: the model cannot be queried with "
+                             "them")
     if common["subsample"] is not None:
         check_value(common["subsample"], Annotated[int, Range(1)], "subsample")
         size = _source_size(source, options)
