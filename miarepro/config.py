@@ -177,13 +177,8 @@ def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> N
             spec = get_attack(entry["attack"])
         except KeyError as error:
             raise _fail(f"{at}.attack", error.args[0]) from None
-        known = spec.option_names() | WORKFLOW_KEYS
-        for key in entry:
-            if key not in known:
-                raise _fail(f"{at}.{key}", unknown("key", key, known, f"attack {spec.name!r} "
-                                                   "(its options and the workflow's keys)"))
         try:
-            spec.check_params(attack_params(entry), at)
+            spec.check_params(attack_params(entry), at, WORKFLOW_KEYS)
         except ValueError as error:
             raise ConfigError(f"config key {error}") from None
         references = entry.get("n_reference", 0)

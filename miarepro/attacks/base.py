@@ -230,18 +230,19 @@ class AttackSpec:
         return ({k: v for k, v in params.items() if k in fit_names},
                 {k: v for k, v in params.items() if k not in fit_names})
 
-    def option_names(self) -> set[str]:
-        """The attack's own options: its scoring function's and its fit's parameters."""
-        return {p.name for p in parameters(self.fn)} | (
+    def check_params(self, params: dict[str, Any], where: str,
+                     workflow_keys: frozenset[str] = frozenset()) -> None:
+        """Reject unknown, missing or out-of-range parameters, naming the bad key. The keys of
+        an entry that the workflow consumes (``workflow_keys``, not in ``params``) are listed
+        among the known ones, so a misspelt one finds its nearest name."""
+        known = {p.name for p in parameters(self.fn)} | (
             {p.name for p in parameters(self.fit, skip=2)} if self.fit else set())
-
-    def check_params(self, params: dict[str, Any], where: str) -> None:
-        """Reject unknown, missing or out-of-range parameters, naming the bad key."""
-        known = self.option_names()
+        owner = f"attack {self.name!r}" + (" (its options and the workflow's keys)"
+                                           if workflow_keys else "")
         for key in params:
             if key not in known:
-                raise OptionError(f"{where}.{key}: " + unknown("option", key, known,
-                                                                f"attack {self.name!r}"))
+                raise OptionError(f"{where}.{key}: " + unknown("option", key,
+                                                                known | workflow_keys, owner))
         fit_params, score_params = self.split_params(params)
         if self.fit:
             check_options(self.fit, fit_params, where, f"attack {self.name!r}", skip=2)
