@@ -97,18 +97,23 @@ KNOWN_SHAPES = {"mnist_subset": (1, 28, 28), "mnist": (1, 28, 28), "fashion_mnis
                 "breast_cancer": (30,), "toy_sin": (1,)}
 
 
+def _with_defaults(source: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """A source's loader parameters (after ``root``): the spec's, else their defaults."""
+    parameters = inspect.signature(SOURCES[source]).parameters
+    return {key: options.get(key, parameters[key].default) for key in list(parameters)[1:]}
+
+
 def _record_shape(source: str, options: Mapping[str, Any]) -> tuple[int, ...] | None:
     """The shape of one record of a source, from its parameters where they set it."""
-    defaults = {name: parameter.default for name, parameter
-                in inspect.signature(SOURCES[source]).parameters.items()}
-    value = {**defaults, **options}.get
+    parameters = _with_defaults(source, options)
+    value = parameters.get
     if source == "image_like":
         return (value("channels"), value("side"), value("side"))
     if source == "imagenet":
         return (3, value("resolution"), value("resolution"))
     if source == "digits":
         return (1, 8, 8) if value("layout") == "8x8" else (1, 28, 28)
-    if "n_features" in defaults:
+    if "n_features" in parameters:
         return (value("n_features"),)
     return KNOWN_SHAPES.get(source)
 
@@ -157,7 +162,7 @@ def _split_spec(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str,
             raise ValueError("ood must be one dataset spec (without an ood of its own), "
                              f"got {common['ood']!r}")
         try:
-            ood_source = _split_spec(common["ood"])[0]
+            ood_source, ood_options, _ = _split_spec(common["ood"])
         except ValueError as error:
             raise ValueError(f"ood: {error}") from None
         if (ood_source in IMAGE_SOURCES) != (source in IMAGE_SOURCES):
@@ -166,8 +171,7 @@ def _split_spec(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str,
                              f"{kinds[ood_source in IMAGE_SOURCES]}, {source!r} "
                              f"{kinds[source in IMAGE_SOURCES]}: a model of one cannot be "
                              "queried with the other")
-        shapes = (_record_shape(ood_source, _split_spec(common["ood"])[1]),
-                  _record_shape(source, options))
+        shapes = _record_shape(ood_source, ood_options), _record_shape(source, options)
         if None not in shapes and shapes[0] != shapes[1]:
             raise ValueError(f"ood: records of shape {shapes[0]} ({ood_source!r}), but "
                              f"{source!r} gives {shapes[1]}: the model cannot be queried with "
@@ -178,20 +182,15 @@ def _split_spec(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str,
         if size is not None and common["subsample"] > size:
             raise ValueError(f"subsample: {common['subsample']} is more than the {size} "
                              f"records of source {source!r}")
-    check = SPEC_CHECKS.get(source)
-    if check is not None:
-        parameters = inspect.signature(SOURCES[source]).parameters
-        check(**{key: options.get(key, parameters[key].default) for key in parameters
-                 if key != "root"})
+    if source in SPEC_CHECKS:
+        SPEC_CHECKS[source](**_with_defaults(source, options))
     return source, options, common
 
 
 def _source_size(source: str, options: Mapping[str, Any]) -> int | None:
     """Records of a source before any subsample (None where only its files would say)."""
-    parameters = inspect.signature(SOURCES[source]).parameters
-    if "n_samples" in parameters:
-        return int(options.get("n_samples", parameters["n_samples"].default))
-    return KNOWN_SIZES.get(source)
+    parameters = _with_defaults(source, options)
+    return int(parameters["n_samples"]) if "n_samples" in parameters else KNOWN_SIZES.get(source)
 
 
 def expected_size(spec: Mapping[str, Any]) -> int | None:
