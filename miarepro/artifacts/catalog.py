@@ -220,22 +220,31 @@ def parse_paper_keys(text: str) -> dict[str, list[dict[str, Any]]]:
     return {paper: list(entries or []) for paper, entries in data.items()}
 
 
+def _values_of(papers: list[str]) -> pd.DataFrame:
+    """The rows of ``paper_values.csv`` whose artifact belongs to one of ``papers``."""
+    values = paper_values()
+    prefixes = tuple(f"{prefix}-" for prefix, name in PAPERS.items() if name in papers)
+    return values[values["artifact"].str.startswith(prefixes)]
+
+
+@cache
+def _paper_series() -> dict[str, list[dict[str, Any]]]:
+    return parse_paper_keys(PAPER_KEYS_PATH.read_text(encoding="utf-8"))
+
+
 @cache
 def paper_keys(paper: str) -> PaperKeys:
     """What ``paper_dataset``, ``paper_attack`` and ``paper_setting`` may name for ``paper``:
     the cells of ``paper_values.csv`` and the series of ``paper_keys.yaml`` (those of every
     paper for a ``cross-paper`` study)."""
     papers = [paper] if paper in PAPERS.values() else list(PAPERS.values())
-    values = paper_values()
-    prefixes = tuple(f"{prefix}-" for prefix, name in PAPERS.items() if name in papers)
-    values = values[values["artifact"].str.startswith(prefixes)]
+    values = _values_of(papers)
     datasets = {name for group in values["dataset"] for name in group.split("+") if name}
     settings: dict[str, set[str]] = {}
     for attack, setting in zip(values["attack"], values["setting"], strict=True):
         if attack:
             settings.setdefault(attack, set()).add(setting)
-    series = parse_paper_keys(PAPER_KEYS_PATH.read_text(encoding="utf-8"))
-    for entry in (entry for name in papers for entry in series[name]):
+    for entry in (entry for name in papers for entry in _paper_series()[name]):
         datasets.update(entry.get("datasets", ()))
         for attack, names in entry.get("attacks", {}).items():
             settings.setdefault(attack, set()).update(names)
@@ -251,10 +260,7 @@ def paper_number(paper: str, dataset, attack, setting, metric: str,
                  model: str | None = None) -> float | None:
     """The paper's first printed number for one (dataset, attack, setting, metric) cell, for
     the paper's ``model`` where a table has a row per target model."""
-    values = paper_values()
-    prefixes = tuple(f"{prefix}-" for prefix, name in PAPERS.items() if name == paper)
-    return paper_value(values[values["artifact"].str.startswith(prefixes)], dataset, attack,
-                        setting, metric, model)
+    return paper_value(_values_of([paper]), dataset, attack, setting, metric, model)
 
 
 def for_model(papers: pd.DataFrame, model: str | None) -> pd.DataFrame:
