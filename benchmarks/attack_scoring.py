@@ -5,6 +5,11 @@ Default size: 64 reference models x 1 query x 50,000 samples x 100 classes (floa
 the population set Z. Prints seconds per attack and the process's peak resident memory.
 
     python benchmarks/attack_scoring.py [--models 64] [--samples 50000] [--classes 100]
+
+``--peer`` also times Carlini et al.'s own LiRA scoring on the same logits and masks: their
+``score.py`` (logit-scaled confidence of each model's logits, in float64) followed by
+``generate_ours`` of their ``plot.py`` (per-sample medians and standard deviations of the IN and
+OUT scores, ``scipy.stats.norm.logpdf``), ported line for line with its array shapes.
 """
 
 from __future__ import annotations
@@ -46,6 +51,43 @@ def random_context(models: int, samples: int, classes: int, population: int, que
         reference_masks=masks, reference_pool=pool, seed=seed)
 
 
+def carlini_lira(logits: np.ndarray, labels: np.ndarray, keep: np.ndarray,
+                 target_logits: np.ndarray, audit: np.ndarray) -> np.ndarray:
+    """Online LiRA as Carlini et al.'s code computes it (research/mi_lira_2021): ``logits``
+    ``(K, A, N, C)`` of the reference models, ``keep`` ``(K, N)`` their training masks."""
+    import scipy.stats
+
+    def score(opredictions: np.ndarray) -> np.ndarray:  # score.py, one model's file
+        opredictions = opredictions[None]  # their files hold (N, 1, A, C); ours (A, N, C)
+        opredictions = np.moveaxis(opredictions, 2, 1)
+        opredictions = opredictions - np.max(opredictions, axis=3, keepdims=True)
+        predictions = np.array(np.exp(opredictions), dtype=np.float64)
+        predictions = predictions / np.sum(predictions, axis=3, keepdims=True)
+        count = predictions.shape[1]
+        y_true = predictions[0, np.arange(count), :, labels[:count]]
+        predictions[0, np.arange(count), :, labels[:count]] = 0
+        y_wrong = np.sum(predictions[0], axis=2)
+        return np.log(y_true + 1e-45) - np.log(y_wrong + 1e-45)  # (N, A)
+
+    scores = np.array([score(model) for model in logits])  # (K, N, A)
+    scores, keep = scores[:, audit], keep[:, audit]
+    check_scores = score(target_logits)[audit][None]
+    dat_in = [scores[keep[:, j], j, :] for j in range(scores.shape[1])]  # generate_ours
+    dat_out = [scores[~keep[:, j], j, :] for j in range(scores.shape[1])]
+    in_size = min(map(len, dat_in))
+    out_size = min(map(len, dat_out))
+    dat_in = np.array([x[:in_size] for x in dat_in])
+    dat_out = np.array([x[:out_size] for x in dat_out])
+    mean_in, mean_out = np.median(dat_in, 1), np.median(dat_out, 1)
+    std_in, std_out = np.std(dat_in, 1), np.std(dat_out, 1)
+    prediction = []
+    for sc in check_scores:
+        pr_in = -scipy.stats.norm.logpdf(sc, mean_in, std_in + 1e-30)
+        pr_out = -scipy.stats.norm.logpdf(sc, mean_out, std_out + 1e-30)
+        prediction.extend((pr_in - pr_out).mean(1))
+    return -np.array(prediction)  # their score is member-low
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=64)
@@ -56,6 +98,8 @@ def main() -> None:
     parser.add_argument("--attacks", nargs="+", default=["lira-online", "lira-offline",
                                                          "rmia-offline"],
                         choices=sorted(ATTACKS))
+    parser.add_argument("--peer", action="store_true",
+                        help="also time Carlini et al.'s LiRA code on the same arrays")
     args = parser.parse_args()
     start = time.perf_counter()
     ctx = random_context(args.models, args.samples, args.classes, args.population, args.queries)
@@ -69,6 +113,14 @@ def main() -> None:
         elapsed = time.perf_counter() - start
         assert scores.shape == ctx.audit.shape and np.isfinite(scores).all()
         print(f"{name:14s} {elapsed:7.2f} s")
+        if name == "lira-online" and args.peer:
+            start = time.perf_counter()
+            peer = carlini_lira(ctx.reference_logits, ctx.labels, ctx.reference_masks,
+                                ctx.target_logits, ctx.audit)
+            seconds = time.perf_counter() - start
+            rho = np.corrcoef(np.argsort(np.argsort(peer)), np.argsort(np.argsort(scores)))[0, 1]
+            print(f"{'  Carlini et al.':14s} {seconds:7.2f} s (ours / theirs: "
+                  f"{elapsed / seconds:.2f}; rank correlation of the scores {rho:.3f})")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(f"peak resident memory: {peak:.2f} GiB")
 

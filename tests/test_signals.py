@@ -15,6 +15,21 @@ def test_statistics_hand_case():
     assert signals.correct(logits, np.array([1]))[0] == 0.0
 
 
+@pytest.mark.parametrize("scale", [1.0, 50.0, 1e3])
+def test_logit_confidence_equals_scipy_s_logsumexp_of_the_other_classes(scale):
+    """The in-place log-sum-exp (LiRA's scoring, twice as fast) computes what scipy's did."""
+    from scipy.special import logsumexp
+
+    rng = np.random.default_rng(0)
+    logits = (scale * rng.standard_normal((3, 400, 100))).astype(np.float32)
+    labels = rng.integers(0, 100, 400)
+    wide = logits.astype(np.float64)
+    others = np.where(np.arange(100) != labels[:, None], wide, -np.inf)
+    expected = wide[:, np.arange(400), labels] - logsumexp(others, axis=-1)
+    np.testing.assert_allclose(signals.logit_confidence(logits, labels), expected,
+                               rtol=1e-13, atol=1e-12)
+
+
 def test_logit_confidence_is_stable_for_huge_logits():
     logits = np.array([[1000.0, 0.0, -5.0], [0.0, 800.0, 0.0]])
     values = signals.logit_confidence(logits, np.array([0, 0]))

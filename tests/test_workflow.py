@@ -6,175 +6,12 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
-
-ROOT = Path(__file__).resolve().parent.parent
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
-
-SM_FIT = {"proxies": 2, "shadows": 2, "displacement_widths": [0, 2], "meta_widths": [0],
-          "epochs": 4}
-TINY = {
-    "scale": "miniature",
-    "metrics": {"fprs": [0.01, 0.1], "bootstrap": 200},
-    "datasets": {"tiny": {"source": "purchase_like", "n_samples": 600, "n_features": 60,
-                          "n_classes": 10, "seed": 0,
-                          "ood": {"source": "purchase_like", "n_samples": 150,
-                                  "n_features": 60, "n_classes": 10, "seed": 5}},
-                 "tiny-tab": {"source": "tabular_like", "n_samples": 400, "n_features": 8,
-                              "n_informative": 4, "label_noise": 0.2},
-                 "tiny-gauss": {"source": "sm_synthetic", "n_samples": 200, "n_features": 16,
-                                "n_classes": 4}},
-    "studies": {
-        "part": {
-            "paper": "bmia", "paper_dataset": "purchase100", "dataset": "tiny", "targets": 2,
-            "split": {"scheme": "partition", "seed": 0,
-                      "fractions": {"target_train": 0.2, "target_test": 0.2,
-                                    "reference_pool": 0.4, "population": 0.2}},
-            "model": {"arch": "mlp", "widths": [64]},
-            "training": {"epochs": 8, "lr": 0.1, "batch_size": 32},
-            "deviations": ["tiny test config"],
-            "regime": {"reference": "a tiny reference", "test_accuracy": 0.8,
-                       "baseline": "attack-p"},
-            "attacks": {
-                "attack-p": {"attack": "marginal", "statistic": "hinge",
-                             "paper_attack": "attack_p"},
-                "naive": {"attack": "naive"},
-                "bmia": {"attack": "bmia", "n_reference": 1, "n_samples": 20,
-                         "paper_attack": "bmia", "paper_setting": "n=1"},
-                "bmia-ref-wide": {"attack": "bmia", "n_reference": 1, "n_samples": 20,
-                                  "reference_study": "wide"},
-                "qmia": {"attack": "qmia", "recipe": {"epochs": 2}, "paper_attack": "qmia"},
-            },
-        },
-        "part-ood": {  # part's models, audited with out-of-distribution non-members
-            "paper": "bmia", "models_from": "part", "nonmembers": "ood",
-            "attacks": {"attack-p": {"attack": "marginal", "statistic": "hinge"},
-                        "bmia": {"attack": "bmia", "n_reference": 1, "n_samples": 20}},
-        },
-        "wide": {  # another architecture on part's split (BMIA Figure 4)
-            "paper": "bmia", "dataset": "tiny",
-            "split": {"scheme": "partition", "seed": 0,
-                      "fractions": {"target_train": 0.2, "target_test": 0.2,
-                                    "reference_pool": 0.4, "population": 0.2}},
-            "model": {"arch": "mlp", "widths": [128]},
-            "training": {"epochs": 8, "lr": 0.1, "batch_size": 32},
-            "attacks": {"bmia": {"attack": "bmia", "n_reference": 1, "n_samples": 20},
-                        "bmia-ref-part": {"attack": "bmia", "n_reference": 1, "n_samples": 20,
-                                          "reference_study": "part"}},
-        },
-        "tab": {  # QMIA's tabular setting: CatBoost models, each tuned by 2-fold CV
-            "paper": "qmia", "paper_dataset": "openml_361057", "dataset": "tiny-tab",
-            "split": {"scheme": "partition", "seed": 0,
-                      "fractions": {"target_train": 0.4, "target_test": 0.2,
-                                    "reference_pool": 0.4}},
-            "model": {"arch": "catboost", "iterations": 30, "trials": 2, "folds": 2},
-            "training": {},
-            "attacks": {
-                "marginal": {"attack": "marginal", "statistic": "hinge"},
-                "lira-n2": {"attack": "lira", "mode": "offline", "variance": "global",
-                            "statistic": "hinge", "n_reference": 2, "paper_attack": "lira",
-                            "paper_setting": "n=2"},
-                "qmia": {"attack": "qmia", "backbone": {"arch": "catboost"}, "trials": 3,
-                         "space": {"depth": {"low": 1, "high": 4},
-                                   "iterations": {"low": 10, "high": 50}},
-                         "paper_attack": "qmia"},
-            },
-        },
-        "bal": {
-            "paper": "iha", "dataset": "tiny", "targets": 2,
-            "split": {"scheme": "balanced", "seed": 1, "population_fraction": 0.2},
-            "model": {"arch": "mlp", "widths": [8]},
-            "training": {"epochs": 6, "lr": 0.1, "batch_size": 32, "momentum": 0.9,
-                         "weight_decay": 5e-4},
-            "attacks": {"loss": {"attack": "marginal", "statistic": "loss"},
-                        # IHA and SIF share one Hessian fit per target; CG fits no Hessian
-                        "iha": {"attack": "iha"},
-                        "sif": {"attack": "sif", "eps": 0.5},
-                        "iha-cg": {"attack": "iha", "solver": "cg", "records": 40}},
-        },
-        "sm": {  # Stolen Memories: white-box attacks sharing one fit, decisions calibrated
-            "paper": "stolen-memories", "paper_dataset": "synthetic", "dataset": "tiny-gauss",
-            "replicates": 2,  # the claims' intervals over two runs of the whole study
-            "split": {"scheme": "partition", "seed": 0,
-                      "fractions": {"target_train": 0.25, "target_test": 0.25,
-                                    "reference_pool": 0.5}},
-            "model": {"arch": "mlp", "widths": []},
-            "training": {"epochs": 20, "lr": 0.1, "batch_size": 16},
-            "attacks": {"omniscient": {"attack": "omniscient", "paper_attack": "omniscient"},
-                        "bayes-wb": {"attack": "bayes_wb", **SM_FIT, "paper_attack": "bayes_wb"},
-                        "general-wb": {"attack": "general_wb", **SM_FIT},
-                        "naive": {"attack": "naive"}},
-        },
-        "sm-dp": {  # the same target trained by DP-SGD
-            "paper": "stolen-memories", "dataset": "tiny-gauss",
-            "split": {"scheme": "partition", "seed": 0,
-                      "fractions": {"target_train": 0.25, "target_test": 0.25,
-                                    "reference_pool": 0.5}},
-            "model": {"arch": "mlp", "widths": []},
-            "training": {"epochs": 20, "lr": 0.1, "batch_size": 16, "dp": {"epsilon": 4.0}},
-            "attacks": {"naive": {"attack": "naive"}},
-        },
-    },
-    "artifacts": {
-        "leaderboard": {"builder": "leaderboard"},
-        "BMIA-T1": {"builder": "paper_table", "studies": ["part"],
-                    "metrics": ["tpr@1%", "tpr@10%"]},
-        "claims": {"builder": "claims"},
-        "BMIA-F3a": {"builder": "sweep", "studies": ["part"], "attacks": ["bmia"],
-                     "x": "n_samples", "series": "hessian", "metrics": ["tpr@10%", "seconds"]},
-        "ROC-part": {"builder": "roc", "studies": ["part"]},
-        "BMIA-F2": {"builder": "density", "studies": ["part"], "attacks": ["attack-p", "bmia"]},
-        "BMIA-F4": {"builder": "grid", "studies": ["part", "wide"], "metrics": ["tpr@10%"],
-                    "attacks": ["bmia", "bmia-ref-wide", "bmia-ref-part"]},
-        "QMIA-T3": {"builder": "accuracy_table", "studies": ["tab"]},
-        "QMIA-T5": {"builder": "search_table", "studies": ["tab"], "attacks": ["qmia"]},
-        "QMIA-T6": {"builder": "paper_table", "studies": ["tab"],
-                    "metrics": ["pinball@1%", "precision@10%"]},
-        "QMIA-X1": {"builder": "fit_costs", "studies": ["part", "tab"], "attacks": ["qmia"]},
-        "IHA-T1": {"builder": "threat_models"},
-        "SM-F2": {"builder": "two_gaussians", "studies": ["sm"]},
-        "SM-F5": {"builder": "bars", "studies": ["sm"],
-                  "attacks": ["omniscient", "bayes-wb", "general-wb"],
-                  "metrics": ["advantage", "precision@cal90"]},
-        "SM-F6": {"builder": "displacement_sweep", "studies": ["sm"], "attacks": ["general-wb"]},
-        "SM-F1a": {"builder": "influence_explanations", "studies": ["sm"]},
-        "SM-F8": {"builder": "dataset_size_trend", "studies": ["sm"],
-                  "attacks": ["bayes-wb", "general-wb"], "metrics": ["accuracy"]},
-        "SM-F13": {"builder": "dp_utility", "studies": ["sm", "sm-dp"]},
-        "IHA-T5a": {"builder": "agreement", "studies": ["bal"], "attacks": ["loss", "iha"],
-                    "fpr": 0.1},
-        "IHA-T6": {"builder": "attack_costs", "studies": ["bal"],
-                   "attacks": ["iha", "iha-cg", "loss"]},
-    },
-}
-
-
-def run(workdir: Path, config: dict, *args: str) -> str:
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    result = subprocess.run(
-        [*SNAKEMAKE, "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"),
-         "--cores", "2", *args], capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
-    return result.stdout + result.stderr
-
-
-def planned_jobs(workdir: Path, config: dict) -> dict[str, int]:
-    """Rule -> number of jobs a dry run would execute."""
-    output = run(workdir, config, "--dry-run")
-    table = output.split("Job stats:")[-1] if "Job stats:" in output else ""
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)
-            if m.group(1) != "total"}
-
-
-def planned_wildcards(workdir: Path, config: dict, rule: str) -> list[str]:
-    output = run(workdir, config, "--dry-run")
-    blocks = re.findall(rf"rule {rule}:.*?wildcards: ([^\n]+)", output, re.S)
-    return blocks
+from workflow_runs import ROOT, SNAKEMAKE, TINY, planned_jobs, planned_wildcards, run
 
 
 @pytest.fixture(scope="module")
@@ -327,19 +164,6 @@ def test_fits_are_shared_by_attacks_with_the_same_fit_parameters(workflow):
         "attack": "bmia", "n_reference": 1, "n_samples": 20, "predictive": "mc"}
     jobs = planned_jobs(workflow, edited)
     assert "fit" not in jobs and jobs.get("score") == 1, jobs
-
-
-def test_one_artifact_runs_only_the_jobs_it_needs(tmp_path):
-    output = run(tmp_path, TINY, "--dry-run", "results/artifacts/BMIA-T1.md")
-    table = output.split("Job stats:")[-1]
-    jobs = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)
-            if m.group(1) != "total"}
-    # one dataset, the two targets of study "part" and BMIA's reference model of each, the
-    # reference models of study "wide" that bmia-ref-wide uses (and their split), four
-    # Laplace fits and QMIA's two (one per target), the five attacks of "part", the table
-    assert jobs == {"dataset": 1, "split": 2, "train": 6, "fit": 6, "score": 5,
-                    "table": 1}, jobs
-    assert "study=bal" not in output
 
 
 def test_iha_and_sif_share_the_hessian_fit_and_cg_scores_its_records(workflow):
@@ -543,53 +367,6 @@ def test_slurm_jobs_get_the_configured_resources(workflow, tmp_path):
     assert "--gpus" not in score and "--gres" not in train + score
 
 
-def test_conda_environment_names_no_local_paths():
-    """Snakemake builds the environment from a copy elsewhere: pins inline, no -r / -e."""
-    environment = yaml.safe_load((ROOT / "envs" / "miarepro.yaml").read_text())
-    pip = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict))
-    assert not [line for line in pip if line.startswith(("-", ".", "/"))]
-    runtime = [line for line in (ROOT / "envs" / "requirements.txt").read_text().splitlines()
-               if line and not line.startswith("#") and line not in ("pytest", "ruff")]
-    assert pip == runtime
-
-
-def test_after_kill_9_a_rerun_recomputes_only_the_interrupted_jobs(tmp_path):
-    import signal
-    import time
-
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(TINY))
-    command = [*SNAKEMAKE, "--directory", str(tmp_path), "--configfile",
-               str(tmp_path / "config.yaml"), "--cores", "1", "--rerun-incomplete"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
-    cards = tmp_path / "results" / "studies"
-
-    def wait_for(condition):
-        deadline = time.monotonic() + 240
-        while not condition() and time.monotonic() < deadline:
-            time.sleep(0.1)
-
-    wait_for(lambda: list(cards.glob("*/models/*/*.json")))
-    done = {str(p.relative_to(tmp_path)).removesuffix(".json")
-            for p in cards.glob("*/models/*/*.json")}
-    assert done, "no model finished before the kill"
-    # once a job that was not running yet has written its log, Snakemake has recorded the
-    # finished models as complete: kill everything then, mid-flight
-    logs = set((tmp_path / "logs").rglob("*.log"))
-    wait_for(lambda: set((tmp_path / "logs").rglob("*.log")) - logs)
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-    subprocess.run([*command, "--unlock"], capture_output=True, check=True)
-    planned = subprocess.run([*command, "--dry-run"], capture_output=True, text=True,
-                             check=True).stdout
-    replanned = {f"results/studies/{s}/models/{r}/{i}" for s, r, i in re.findall(
-        r"wildcards: study=(\w+), role=(\w+), index=(\d+)", planned)}
-    assert replanned and not replanned & done, (replanned, done)
-    subprocess.run([*command, "--cores", "2"], capture_output=True, check=True)
-    leftovers = [p for p in (tmp_path / "results").rglob(".*") if p.is_file()]
-    assert leftovers == [] and (tmp_path / "results/artifacts/index.md").exists()
-
-
 def test_qmia_tables_on_catboost_targets(workflow):
     """CatBoost targets tuned by cross-validation, QMIA's CatBoost regressor with its search
     log, and the tables that read them: accuracies, search, pinball, fit costs."""
@@ -649,74 +426,6 @@ def test_editing_a_module_reruns_only_the_jobs_that_run_it(workflow, tmp_path):
         assert after.get(rule, 0) == before.get(rule, 0), (rule, before, after)
 
 
-def run_with_cache(tmp_path: Path, checkouts: dict[str, dict]) -> dict[str, str]:
-    """Run each config in its own directory (a checkout), in order, all sharing one
-    between-workflow cache (`--cache`); return each run's output."""
-    env = {**os.environ, "SNAKEMAKE_OUTPUT_CACHE": str(tmp_path / "cache")}
-    (tmp_path / "cache").mkdir()
-    outputs = {}
-    for checkout, config in checkouts.items():
-        (tmp_path / checkout).mkdir(exist_ok=True)
-        (tmp_path / checkout / "config.yaml").write_text(yaml.safe_dump(config))
-        result = subprocess.run(
-            [*SNAKEMAKE, "--directory", str(tmp_path / checkout), "--configfile",
-             str(tmp_path / checkout / "config.yaml"), "--cores", "2", "--cache"],
-            capture_output=True, text=True, env=env, check=False)
-        assert result.returncode == 0, result.stderr[-3000:]
-        outputs[checkout] = result.stdout + result.stderr
-    return outputs
-
-
-def test_models_and_fits_come_from_the_between_workflow_cache(tmp_path):
-    """Snakemake's own cache (`--cache`, `SNAKEMAKE_OUTPUT_CACHE`): a second checkout of the
-    same config takes every model and fit from the first one's cache instead of retraining.
-    The cache key covers params, code digests and inputs, so an edit misses it."""
-    config = copy.deepcopy(TINY)
-    part = config["studies"]["part"]
-    part["attacks"] = {k: v for k, v in part["attacks"].items() if k in ("attack-p", "bmia")}
-    config.update(studies={"part": part}, artifacts={"leaderboard": {"builder": "leaderboard"}},
-                  datasets={"tiny": config["datasets"]["tiny"]})
-    outputs = run_with_cache(tmp_path, {"first": config, "second": config})
-    models = sorted((tmp_path / "first" / "results/studies/part/models").rglob("*.pt"))
-    fits = sorted((tmp_path / "first" / "results/studies/part/fits").rglob("*.npz"))
-    assert models and fits
-    for path in models + fits:
-        relative = path.relative_to(tmp_path / "first")
-        assert f"{relative} from cache" in outputs["second"], relative
-        assert (tmp_path / "second" / relative).read_bytes() == path.read_bytes()
-    # every model is its own, not another model of the study with the same recipe and data
-    for path in models:
-        card = yaml.safe_load(path.with_suffix(".json").read_text())
-        assert f"{card['role']}/{card['index']}" == f"{path.parent.name}/{path.stem}", path
-
-
-def test_reference_models_ten_to_a_job_are_the_models_trained_alone(tmp_path):
-    """``ten_per_job: [reference]``: one job makes references 10k to 10k+9, the same models
-    (seeds, weights, signals) as a job each would, and Snakemake's cache keeps the bundle."""
-    config = copy.deepcopy(TINY)
-    part = {**config["studies"]["part"], "targets": 1,
-            "attacks": {"lira": {"attack": "lira", "mode": "offline", "n_reference": 11}}}
-    del part["regime"]  # its baseline attack is not here
-    config.update(studies={"part": part}, artifacts={"leaderboard": {"builder": "leaderboard"}},
-                  datasets={"tiny": config["datasets"]["tiny"]})
-    bundled = {**config, "studies": {"part": {**part, "ten_per_job": ["reference"]}}}
-    (tmp_path / "first").mkdir()
-    jobs = planned_jobs(tmp_path / "first", bundled)
-    assert jobs.get("train_tens") == 2 and jobs.get("train") == 1, jobs  # 20 models
-    outputs = run_with_cache(tmp_path, {"first": bundled, "second": bundled, "alone": config})
-    models = tmp_path / "first" / "results/studies/part/models/reference"
-    assert sorted(int(p.stem) for p in models.glob("*.pt")) == list(range(20))
-    for index in (0, 9, 10):  # the first and last of a bundle, the first of the next
-        relative = f"results/studies/part/models/reference/{index}"
-        assert f"{relative}.pt from cache" in outputs["second"], relative
-        alone = np.load(tmp_path / "alone" / f"{relative}.npy")
-        np.testing.assert_array_equal(np.load(models / f"{index}.npy"), alone)
-        seed = yaml.safe_load((models / f"{index}.json").read_text())["seed"]
-        assert seed == yaml.safe_load((tmp_path / "alone" / f"{relative}.json").read_text()
-                                      )["seed"]
-    assert not (tmp_path / "alone" / "results/studies/part/models/reference/11.pt").exists()
-
-
 def test_report_groups_artifacts_by_paper_and_kind_with_captions(workflow):
     """`snakemake --report`: one category per paper (and one across papers), tables apart from
     figures, each entry labelled with its checklist title and captioned with the deviations."""
@@ -740,83 +449,6 @@ def test_report_groups_artifacts_by_paper_and_kind_with_captions(workflow):
         across["Tables"]) and across["Index"] == ["results/artifacts/index.md"]
     assert '"title": "Table 1: TPR@0.1%/1% FPR and GPU minutes' in html
     assert "<tt class=\\\"docutils literal\\\">part</tt>: tiny test config</li>" in html
-
-
-def test_missing_datasets_are_reported_together_before_any_job(tmp_path):
-    """Two real datasets absent (one downloadable): a dry run lists them and still plans; the
-    run stops before its first job, naming both absent files and the study that needs each."""
-    config = copy.deepcopy(TINY)
-    config["data_dir"] = str(tmp_path / "data")
-    config["datasets"]["tiny"] = {"source": "cifar10", "ood": {"source": "image_like"}}
-    config["datasets"]["tiny-tab"] = {"source": "pima", "download": True}
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    command = [*SNAKEMAKE, "--directory", str(tmp_path), "--configfile",
-               str(tmp_path / "config.yaml"), "--cores", "1"]
-    planned = subprocess.run([*command, "--dry-run"], capture_output=True, text=True,
-                             check=False)
-    assert planned.returncode == 0, planned.stderr[-2000:]
-    listed = planned.stdout + planned.stderr  # a dry run logs to stdout
-    assert "1 dataset(s) are not on disk" in listed
-    assert "A run stops before its first job until then" in listed
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
-    assert result.returncode != 0
-    assert "1 dataset(s) this run needs are absent (listed above)" in result.stderr
-    assert "1 dataset(s) are not on disk" in result.stderr
-    assert re.search(r"^- tiny \(source cifar10, for .*\bpart, part-ood, wide\): ",
-                     result.stderr, re.M)
-    assert f"{tmp_path}/data/cifar10/cifar-10-batches-py or " in result.stderr
-    assert "1 dataset(s) will be downloaded" in result.stderr
-    assert re.search(r"^- tiny-tab \(source pima, for ", result.stderr, re.M)
-    assert not (tmp_path / "results").exists()
-
-
-def _typo_in_a_paper_setting(config: dict) -> str:
-    study = next(s for s in config["studies"].values() if "bmia" in s["attacks"])
-    study["attacks"]["bmia"]["paper_setting"] = "n=11"
-    return yaml.safe_dump(config)
-
-
-def _a_key_twice(config: dict) -> str:
-    return yaml.safe_dump(config) + "scale: paper\n"  # the second 'scale' would win silently
-
-
-@pytest.mark.parametrize(("write", "message"), [
-    (_typo_in_a_paper_setting, "attacks.bmia.paper_setting: unknown setting 'n=11'"),
-    (_a_key_twice, "key 'scale' is given twice in one mapping"),
-])
-def test_a_bad_config_fails_the_dry_run_naming_the_key(tmp_path, write, message):
-    (tmp_path / "config.yaml").write_text(write(copy.deepcopy(TINY)))
-    result = subprocess.run(
-        [*SNAKEMAKE, "--directory", str(tmp_path), "--configfile", str(tmp_path / "config.yaml"),
-         "--cores", "1", "--dry-run"], capture_output=True, text=True, check=False)
-    assert result.returncode != 0
-    assert message in result.stdout + result.stderr, (result.stdout + result.stderr)[-2000:]
-
-
-def test_replicates_run_for_the_claims_only(tmp_path):
-    """A study run as 3 replicates adds its two copies' splits, models, fits and scores, read by
-    the claims alone: tables and figures show the first replicate."""
-    from miarepro import config as miarepro_config
-    from miarepro.artifacts import builders
-
-    config = copy.deepcopy(TINY)
-    config["studies"]["tab"]["replicates"] = 3
-    splits = planned_wildcards(tmp_path, config, "split")
-    assert {"study=tab-r1", "study=tab-r2"} <= set(splits)
-    validated = miarepro_config.validate(copy.deepcopy(config))
-    read_by = {name: {path.split("/")[2] for path in builders.inputs("results", settings,
-                                                                     validated)
-                      if path.startswith("results/studies/")}
-               for name, settings in validated["artifacts"].items()}
-    assert {"tab", "tab-r1", "tab-r2"} <= read_by["claims"]
-    assert not any({"tab-r1", "tab-r2"} & studies for name, studies in read_by.items()
-                   if name != "claims")
-
-
-def test_both_profiles_print_a_failed_jobs_log():
-    """The README promises a failed job's traceback on screen, locally and on a cluster."""
-    for profile in (ROOT / "profiles" / "local" / "config.yaml", ROOT / "slurm" / "profile.yaml"):
-        assert yaml.safe_load(profile.read_text()).get("show-failed-logs") is True, profile
 
 
 def test_the_advice_for_a_damaged_checkpoint_mends_the_workflow(workflow, tmp_path):

@@ -1,0 +1,216 @@
+"""End-to-end runs of their own: interrupted, cached, bundled, misconfigured, replicated."""
+
+import copy
+import os
+import re
+import subprocess
+
+import numpy as np
+import pytest
+import yaml
+from workflow_runs import (
+    ROOT,
+    SNAKEMAKE,
+    TINY,
+    planned_jobs,
+    planned_wildcards,
+    run,
+    run_with_cache,
+)
+
+
+def test_one_artifact_runs_only_the_jobs_it_needs(tmp_path):
+    output = run(tmp_path, TINY, "--dry-run", "results/artifacts/BMIA-T1.md")
+    table = output.split("Job stats:")[-1]
+    jobs = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)
+            if m.group(1) != "total"}
+    # one dataset, the two targets of study "part" and BMIA's reference model of each, the
+    # reference models of study "wide" that bmia-ref-wide uses (and their split), four
+    # Laplace fits and QMIA's two (one per target), the five attacks of "part", the table
+    assert jobs == {"dataset": 1, "split": 2, "train": 6, "fit": 6, "score": 5,
+                    "table": 1}, jobs
+    assert "study=bal" not in output
+
+
+def test_conda_environment_names_no_local_paths():
+    """Snakemake builds the environment from a copy elsewhere: pins inline, no -r / -e."""
+    environment = yaml.safe_load((ROOT / "envs" / "miarepro.yaml").read_text())
+    pip = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict))
+    assert not [line for line in pip if line.startswith(("-", ".", "/"))]
+    runtime = [line for line in (ROOT / "envs" / "requirements.txt").read_text().splitlines()
+               if line and not line.startswith("#")
+               and line not in ("pytest", "pytest-xdist", "ruff")]
+    assert pip == runtime
+
+
+def test_after_kill_9_a_rerun_recomputes_only_the_interrupted_jobs(tmp_path):
+    import signal
+    import time
+
+    config = copy.deepcopy(TINY)  # one study of seven models is enough to kill mid-flight
+    part = {**config["studies"]["part"], "attacks": {
+        "attack-p": {"attack": "marginal", "statistic": "hinge"},
+        "lira": {"attack": "lira", "mode": "offline", "n_reference": 5}}}
+    config.update(studies={"part": part}, artifacts={"leaderboard": {"builder": "leaderboard"}},
+                  datasets={"tiny": config["datasets"]["tiny"]})
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    command = [*SNAKEMAKE, "--directory", str(tmp_path), "--configfile",
+               str(tmp_path / "config.yaml"), "--cores", "1", "--rerun-incomplete"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    cards = tmp_path / "results" / "studies"
+
+    def wait_for(condition):
+        deadline = time.monotonic() + 240
+        while not condition() and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    wait_for(lambda: list(cards.glob("*/models/*/*.json")))
+    done = {str(p.relative_to(tmp_path)).removesuffix(".json")
+            for p in cards.glob("*/models/*/*.json")}
+    assert done, "no model finished before the kill"
+    # once a job that was not running yet has written its log, Snakemake has recorded the
+    # finished models as complete: kill everything then, mid-flight
+    logs = set((tmp_path / "logs").rglob("*.log"))
+    wait_for(lambda: set((tmp_path / "logs").rglob("*.log")) - logs)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    subprocess.run([*command, "--unlock"], capture_output=True, check=True)
+    planned = subprocess.run([*command, "--dry-run"], capture_output=True, text=True,
+                             check=True).stdout
+    replanned = {f"results/studies/{s}/models/{r}/{i}" for s, r, i in re.findall(
+        r"wildcards: study=(\w+), role=(\w+), index=(\d+)", planned)}
+    assert replanned and not replanned & done, (replanned, done)
+    subprocess.run([*command, "--cores", "2"], capture_output=True, check=True)
+    leftovers = [p for p in (tmp_path / "results").rglob(".*") if p.is_file()]
+    assert leftovers == [] and (tmp_path / "results/artifacts/index.md").exists()
+
+
+def test_models_and_fits_come_from_the_between_workflow_cache(tmp_path):
+    """Snakemake's own cache (`--cache`, `SNAKEMAKE_OUTPUT_CACHE`): a second checkout of the
+    same config takes every model and fit from the first one's cache instead of retraining.
+    The cache key covers params, code digests and inputs, so an edit misses it."""
+    config = copy.deepcopy(TINY)
+    part = config["studies"]["part"]
+    part["attacks"] = {k: v for k, v in part["attacks"].items() if k in ("attack-p", "bmia")}
+    config.update(studies={"part": part}, artifacts={"leaderboard": {"builder": "leaderboard"}},
+                  datasets={"tiny": config["datasets"]["tiny"]})
+    outputs = run_with_cache(tmp_path, {"first": config, "second": config})
+    models = sorted((tmp_path / "first" / "results/studies/part/models").rglob("*.pt"))
+    fits = sorted((tmp_path / "first" / "results/studies/part/fits").rglob("*.npz"))
+    assert models and fits
+    for path in models + fits:
+        relative = path.relative_to(tmp_path / "first")
+        assert f"{relative} from cache" in outputs["second"], relative
+        assert (tmp_path / "second" / relative).read_bytes() == path.read_bytes()
+    # every model is its own, not another model of the study with the same recipe and data
+    for path in models:
+        card = yaml.safe_load(path.with_suffix(".json").read_text())
+        assert f"{card['role']}/{card['index']}" == f"{path.parent.name}/{path.stem}", path
+
+
+def test_reference_models_ten_to_a_job_are_the_models_trained_alone(tmp_path):
+    """``ten_per_job: [reference]``: one job makes references 10k to 10k+9, the same models
+    (seeds, weights, signals) as a job each would, and Snakemake's cache keeps the bundle."""
+    config = copy.deepcopy(TINY)
+    part = {**config["studies"]["part"], "targets": 1,
+            "attacks": {"lira": {"attack": "lira", "mode": "offline", "n_reference": 11}}}
+    del part["regime"]  # its baseline attack is not here
+    config.update(studies={"part": part}, artifacts={"leaderboard": {"builder": "leaderboard"}},
+                  datasets={"tiny": config["datasets"]["tiny"]})
+    bundled = {**config, "studies": {"part": {**part, "ten_per_job": ["reference"]}}}
+    (tmp_path / "first").mkdir()
+    jobs = planned_jobs(tmp_path / "first", bundled)
+    assert jobs.get("train_tens") == 2 and jobs.get("train") == 1, jobs  # 20 models
+    compared = (0, 9, 10)  # the first and last of a bundle, the first of the next
+    alone = [f"results/studies/part/models/reference/{i}.npy" for i in compared]
+    outputs = run_with_cache(tmp_path, {"first": bundled, "second": bundled, "alone": config},
+                             targets={"alone": alone})
+    models = tmp_path / "first" / "results/studies/part/models/reference"
+    assert sorted(int(p.stem) for p in models.glob("*.pt")) == list(range(20))
+    for index in compared:
+        relative = f"results/studies/part/models/reference/{index}"
+        assert f"{relative}.pt from cache" in outputs["second"], relative
+        alone = np.load(tmp_path / "alone" / f"{relative}.npy")
+        np.testing.assert_array_equal(np.load(models / f"{index}.npy"), alone)
+        seed = yaml.safe_load((models / f"{index}.json").read_text())["seed"]
+        assert seed == yaml.safe_load((tmp_path / "alone" / f"{relative}.json").read_text()
+                                      )["seed"]
+    assert not (tmp_path / "alone" / "results/studies/part/models/reference/11.pt").exists()
+
+
+def test_missing_datasets_are_reported_together_before_any_job(tmp_path):
+    """Two real datasets absent (one downloadable): a dry run lists them and still plans; the
+    run stops before its first job, naming both absent files and the study that needs each."""
+    config = copy.deepcopy(TINY)
+    config["data_dir"] = str(tmp_path / "data")
+    config["datasets"]["tiny"] = {"source": "cifar10", "ood": {"source": "image_like"}}
+    config["datasets"]["tiny-tab"] = {"source": "pima", "download": True}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    command = [*SNAKEMAKE, "--directory", str(tmp_path), "--configfile",
+               str(tmp_path / "config.yaml"), "--cores", "1"]
+    planned = subprocess.run([*command, "--dry-run"], capture_output=True, text=True,
+                             check=False)
+    assert planned.returncode == 0, planned.stderr[-2000:]
+    listed = planned.stdout + planned.stderr  # a dry run logs to stdout
+    assert "1 dataset(s) are not on disk" in listed
+    assert "A run stops before its first job until then" in listed
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert result.returncode != 0
+    assert "1 dataset(s) this run needs are absent (listed above)" in result.stderr
+    assert "1 dataset(s) are not on disk" in result.stderr
+    assert re.search(r"^- tiny \(source cifar10, for .*\bpart, part-ood, wide\): ",
+                     result.stderr, re.M)
+    assert f"{tmp_path}/data/cifar10/cifar-10-batches-py or " in result.stderr
+    assert "1 dataset(s) will be downloaded" in result.stderr
+    assert re.search(r"^- tiny-tab \(source pima, for ", result.stderr, re.M)
+    assert not (tmp_path / "results").exists()
+
+
+def _typo_in_a_paper_setting(config: dict) -> str:
+    study = next(s for s in config["studies"].values() if "bmia" in s["attacks"])
+    study["attacks"]["bmia"]["paper_setting"] = "n=11"
+    return yaml.safe_dump(config)
+
+
+def _a_key_twice(config: dict) -> str:
+    return yaml.safe_dump(config) + "scale: paper\n"  # the second 'scale' would win silently
+
+
+@pytest.mark.parametrize(("write", "message"), [
+    (_typo_in_a_paper_setting, "attacks.bmia.paper_setting: unknown setting 'n=11'"),
+    (_a_key_twice, "key 'scale' is given twice in one mapping"),
+])
+def test_a_bad_config_fails_the_dry_run_naming_the_key(tmp_path, write, message):
+    (tmp_path / "config.yaml").write_text(write(copy.deepcopy(TINY)))
+    result = subprocess.run(
+        [*SNAKEMAKE, "--directory", str(tmp_path), "--configfile", str(tmp_path / "config.yaml"),
+         "--cores", "1", "--dry-run"], capture_output=True, text=True, check=False)
+    assert result.returncode != 0
+    assert message in result.stdout + result.stderr, (result.stdout + result.stderr)[-2000:]
+
+
+def test_replicates_run_for_the_claims_only(tmp_path):
+    """A study run as 3 replicates adds its two copies' splits, models, fits and scores, read by
+    the claims alone: tables and figures show the first replicate."""
+    from miarepro import config as miarepro_config
+    from miarepro.artifacts import builders
+
+    config = copy.deepcopy(TINY)
+    config["studies"]["tab"]["replicates"] = 3
+    splits = planned_wildcards(tmp_path, config, "split")
+    assert {"study=tab-r1", "study=tab-r2"} <= set(splits)
+    validated = miarepro_config.validate(copy.deepcopy(config))
+    read_by = {name: {path.split("/")[2] for path in builders.inputs("results", settings,
+                                                                     validated)
+                      if path.startswith("results/studies/")}
+               for name, settings in validated["artifacts"].items()}
+    assert {"tab", "tab-r1", "tab-r2"} <= read_by["claims"]
+    assert not any({"tab-r1", "tab-r2"} & studies for name, studies in read_by.items()
+                   if name != "claims")
+
+
+def test_both_profiles_print_a_failed_jobs_log():
+    """The README promises a failed job's traceback on screen, locally and on a cluster."""
+    for profile in (ROOT / "profiles" / "local" / "config.yaml", ROOT / "slurm" / "profile.yaml"):
+        assert yaml.safe_load(profile.read_text()).get("show-failed-logs") is True, profile
