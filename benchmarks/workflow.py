@@ -11,8 +11,9 @@ and ``--tests`` times the test suite. Prints a Markdown report (and writes it to
 Machines differ two to three times for this workload, so the report opens with a machine-speed
 figure: a fixed calibration workload on one thread (:data:`CALIBRATION`: one epoch of a LeNet
 on 5,000 generated digits, and the exact Hessian of a 4,780-parameter MLP over 2,000 records,
-IHA's MNIST fit in small), timed in a fresh process before the run. Divide a measured time by
-the calibration seconds to compare runs taken on different machines.
+IHA's MNIST fit in small), timed in a fresh process before and after the run. Divide a
+measured time by the calibration seconds to compare runs taken on different machines; where
+before and after differ, the machine's speed drifted during the run.
 """
 
 from __future__ import annotations
@@ -101,9 +102,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="write the report here too")
     parser.add_argument("--keep", type=Path, help="run in this new directory and keep it")
     args = parser.parse_args()
-    epoch, hessian = calibration()
-    rows = [("machine speed: calibration workload, 1 thread (CNN epoch + Hessian)",
-             f"{epoch + hessian:.1f} s ({epoch:.1f} + {hessian:.1f})")]
+    before = calibration()
+    rows: list[tuple[str, str]] = []
     with tempfile.TemporaryDirectory() as scratch:
         work = args.keep or Path(scratch) / "run"
         work.mkdir(parents=True)
@@ -113,6 +113,10 @@ def main() -> None:
         rows.append(("jobs planned", ", ".join(f"{k} {v}" for k, v in jobs.items())))
         run_seconds, _ = timed([*SNAKEMAKE, "--directory", str(work)], ROOT)
         rows.append(("default run, cold, 2 cores", f"{run_seconds:.0f} s"))
+        after = calibration()  # the speed can drift during a long run: measured on both sides
+        rows.insert(0, ("machine speed: calibration workload, 1 thread (CNN epoch + Hessian), "
+                        "before / after the run", " / ".join(
+                            f"{sum(c):.1f} s ({c[0]:.1f} + {c[1]:.1f})" for c in (before, after))))
         cards = sorted((work / "results" / "studies").glob("*/models/*/*.json"))
         infos = [json.loads(c.read_text()) for c in cards]
         studies = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["studies"]
