@@ -14,8 +14,10 @@ from the step's entry modules on, transitively. Two kinds of module are read dif
   them, which names them as entries. So editing ``miarepro/uncertainty.py`` rescores, but
   never retrains.
 
-A package's ``__init__`` counts (as text) for every module in it. Imports of anything outside
-the package are not followed: the environment is pinned separately.
+A package's ``__init__`` counts (as text) for every module in it, and the data files a module
+reads (:data:`DATA`) count with it: editing a claims file rebuilds the claims, editing a paper
+number every artifact that prints paper numbers. Imports of anything outside the package are
+not followed: the environment is pinned separately.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ PACKAGE = "miarepro"
 ROOT = Path(__file__).resolve().parent
 REGISTRIES = frozenset({"miarepro.attacks"})
 DRIVERS = frozenset({"miarepro.pipeline", "miarepro.config", "miarepro.paths"})
+#: the package's data files each module reads, as patterns relative to the module's folder
+DATA = {"miarepro.artifacts.catalog": ("catalog.yaml", "paper_keys.yaml", "paper_values.csv"),
+        "miarepro.artifacts.claims": ("claims/*.yaml",)}
 
 
 def source_file(module: str) -> Path | None:
@@ -110,5 +115,9 @@ def digest(entries: tuple[str, ...]) -> str:
     """A short hex digest of the source of every module the entries run."""
     hasher = hashlib.sha256()
     for module in sorted(modules(entries)):
-        hasher.update(module.encode() + b"\0" + source_file(module).read_bytes() + b"\0")
+        source = source_file(module)
+        hasher.update(module.encode() + b"\0" + source.read_bytes() + b"\0")
+        for pattern in DATA.get(module, ()):
+            for path in sorted(source.parent.glob(pattern)):
+                hasher.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return hasher.hexdigest()[:16]

@@ -56,6 +56,23 @@ def test_an_edit_changes_the_digests_of_the_steps_that_run_it_only(package_copy)
     assert provenance.digest(TRAIN) != before["train"]
 
 
+def test_an_edit_of_a_data_file_changes_the_digests_of_the_artifacts_that_read_it(package_copy):
+    """Claims files rebuild the claims only; paper numbers every artifact that prints them."""
+    claims = ("miarepro.artifacts.builders", "miarepro.artifacts.claims")
+    table = ("miarepro.artifacts.builders",)
+    before = {entries: provenance.digest(entries) for entries in (claims, table, TRAIN)}
+    with open(package_copy / "artifacts" / "claims" / "qmia.yaml", "a") as handle:
+        handle.write("\n# an edit\n")
+    provenance.digest.cache_clear()
+    assert provenance.digest(claims) != before[claims]
+    assert provenance.digest(table) == before[table]
+    with open(package_copy / "artifacts" / "paper_values.csv", "a") as handle:
+        handle.write("QMIA-T1,cifar10,,qmia,,precision@1%,1.0,,\n")
+    provenance.digest.cache_clear()
+    assert provenance.digest(table) != before[table]
+    assert provenance.digest(TRAIN) == before[TRAIN]
+
+
 def test_the_package_import_graph_has_no_cycle():
     """Imports at module level and inside functions: no module imports one that imports it
     back, and loading a config never reaches the artifact builders (``from p import m`` points
