@@ -112,7 +112,8 @@ def modules(entries: Iterable[str]) -> frozenset[str]:
 
 @functools.cache
 def digest(entries: tuple[str, ...]) -> str:
-    """A short hex digest of the source of every module the entries run."""
+    """A short hex digest of the source of every module the entries run, and of the data files
+    those modules read (:data:`DATA`)."""
     hasher = hashlib.sha256()
     for module in sorted(modules(entries)):
         source = source_file(module)

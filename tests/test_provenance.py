@@ -73,6 +73,15 @@ def test_an_edit_of_a_data_file_changes_the_digests_of_the_artifacts_that_read_i
     assert provenance.digest(TRAIN) == before[TRAIN]
 
 
+def test_every_data_file_of_the_package_counts_in_some_digest():
+    """A data file no module declares in ``provenance.DATA`` would change nothing on an edit."""
+    counted = {path for module, patterns in provenance.DATA.items() for pattern in patterns
+               for path in provenance.source_file(module).parent.glob(pattern)}
+    data = {path for path in provenance.ROOT.rglob("*") if path.is_file()
+            and path.suffix not in (".py", ".pyc") and "__pycache__" not in path.parts}
+    assert data and data <= counted, sorted(map(str, data - counted))
+
+
 def test_the_package_import_graph_has_no_cycle():
     """Imports at module level and inside functions: no module imports one that imports it
     back, and loading a config never reaches the artifact builders (``from p import m`` points
