@@ -14,6 +14,9 @@ The bootstrap weights depend only on the study seed, the target and the class si
 the attack, so two attacks of one study are resampled identically and their difference is a
 *paired* estimate (:meth:`Estimate.__sub__`), as a claim "A beats B" needs.
 
+- **Across studies.** A trend (an attack's leakage over the DP epsilon or the training-set
+  size) compares two studies trained apart: :func:`difference_across_studies` subtracts
+  their bootstrap draws or takes Welch's interval over their targets or replicates.
 - **Across replicates.** A study run as several replicates (``replicates`` in its config: the
   whole experiment under new seeds) gives the claims a Student-t interval over the replicates'
   values (:func:`over_replicates`), so the variance of training the target, its reference
@@ -256,7 +259,9 @@ class Estimate:
     ``draws`` are per-target values (``method="targets"``), bootstrap replicates of the mean
     over targets (``method="bootstrap"``), for a proportion (``method="binomial"``) its
     count and trials, or the values of independent replicates of the study
-    (``method="replicates"``: :func:`over_replicates`); ``value`` is their mean.
+    (``method="replicates"``: :func:`over_replicates`); ``value`` is their mean. A difference
+    of two independent studies' estimates may instead carry its standard error and degrees of
+    freedom (``method="welch"``: :func:`difference_across_studies`).
     """
 
     value: float
@@ -265,8 +270,9 @@ class Estimate:
     resolvable: bool = True
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
-        """Student-t interval over targets, the bootstrap percentile interval, or the exact
-        binomial (Clopper-Pearson) interval."""
+        """Student-t interval over targets or replicates (Welch's for a difference of two
+        studies), the bootstrap percentile interval, or the exact binomial (Clopper-Pearson)
+        interval."""
         if self.method == "binomial":
             from scipy.special import betaincinv
 
@@ -275,11 +281,11 @@ class Estimate:
             low = betaincinv(count, trials - count + 1, tail) if count > 0 else 0.0
             high = betaincinv(count + 1, trials - count, 1 - tail) if count < trials else 1.0
             return float(low), float(high)
-        if self.method in ("targets", "replicates"):
+        if self.method in ("targets", "replicates", "welch"):
             from scipy.special import stdtrit  # Student-t quantile; scipy.stats costs 1 s
 
-            spread = stdtrit(len(self.draws) - 1, 0.5 + level / 2) * self.draws.std(
-                ddof=1) / np.sqrt(len(self.draws))
+            error, dof = (self.draws if self.method == "welch" else _standard_error(self))
+            spread = stdtrit(dof, 0.5 + level / 2) * error
             return float(self.value - spread), float(self.value + spread)
         low, high = np.quantile(self.draws, [0.5 - level / 2, 0.5 + level / 2])
         return float(low), float(high)
@@ -302,6 +308,37 @@ class Estimate:
     def ratio(self, other: Estimate) -> Estimate:
         """Paired ratio ``self / other`` (inf or NaN where the denominator is 0)."""
         return self._paired(other, np.divide)
+
+
+def difference_across_studies(a: Estimate, b: Estimate) -> Estimate:
+    """``a - b`` for estimates from two studies (a trend over the DP epsilon or the size).
+
+    Two bootstraps subtract draw by draw. The weights depend on the seed, the target and the
+    class sizes, not the study, so two studies of one split (a DP sweep) resample the same
+    records together, a paired bootstrap; studies of different records resample independently
+    either way. Otherwise (targets or replicates, which are not paired across studies):
+    Welch's t interval from each side's standard error, a bootstrap's being its draws' spread
+    with unlimited degrees of freedom.
+    """
+    if "binomial" in (a.method, b.method) or "welch" in (a.method, b.method):
+        raise ValueError(f"no difference of {a.method} and {b.method} estimates")
+    if a.method == b.method == "bootstrap" and a.draws.shape == b.draws.shape:
+        return a - b
+    errors, dofs = zip(*(_standard_error(e) for e in (a, b)), strict=True)
+    variance = sum(error**2 for error in errors)
+    finite = [(error, dof) for error, dof in zip(errors, dofs, strict=True) if np.isfinite(dof)]
+    dof = (variance**2 / sum(error**4 / dof for error, dof in finite)
+           if variance > 0 and finite else np.inf)  # Welch-Satterthwaite
+    return Estimate(a.value - b.value, np.array([np.sqrt(variance), dof]), "welch",
+                    a.resolvable and b.resolvable)
+
+
+def _standard_error(estimate: Estimate) -> tuple[float, float]:
+    """An estimate's standard error and its degrees of freedom (inf for a bootstrap)."""
+    if estimate.method == "bootstrap":
+        return float(estimate.draws.std(ddof=1)), np.inf
+    n = len(estimate.draws)
+    return float(estimate.draws.std(ddof=1) / np.sqrt(n)), float(n - 1)
 
 
 def over_replicates(estimates: Sequence[Estimate]) -> Estimate:

@@ -17,6 +17,9 @@ def test_every_claim_holds_on_the_papers_own_numbers(paper):
     claims = cl.load_claims(paper)
     assert claims
     for claim in claims:
+        if claim.kind in cl.TRENDS:  # figure curves: no number per point of the axis printed
+            assert catalog.load_catalog()[claim.artifact]["kind"] == "figure", claim.id
+            continue
         table = catalog.paper_values_of(claim.artifact)
         for dataset in claim.datasets:
             models = sorted(set(table.loc[table["dataset"] == dataset, "model"])) or [""]
@@ -154,6 +157,12 @@ def test_ratio_verdict():
     ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: greater, "
      "a: {attack: lira_offline, setting: n=9}, b: {attack: attack_p}, datasets: [purchase100]}",
      "C: a.setting: unknown setting 'n=9' of attack 'lira_offline'"),
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: decreases, "
+     "a: {attack: bmia}, datasets: [purchase100]}", "kind 'decreases' needs 'over'"),
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: decreases, over: depth, "
+     "a: {attack: bmia}, datasets: [purchase100]}", "over 'depth'; known"),
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: greater, over: epsilon, "
+     "a: {attack: bmia}, b: {attack: attack_p}, datasets: [purchase100]}", "is not a trend"),
 ])
 def test_bad_claims_are_rejected_by_name(text, message):
     with pytest.raises(ValueError, match=message):
@@ -263,3 +272,100 @@ def test_a_study_with_replicates_is_judged_over_them(monkeypatch, calibrated, ex
     assert row["quantity"] == pytest.approx(differences.mean())
     assert (row["quantity_low"], row["quantity_high"]) == pytest.approx(
         (differences.mean() - half, differences.mean() + half), abs=1e-6)
+
+
+def _trend_config(tmp_path, monkeypatch, accuracy: dict[str, float]) -> dict:
+    """Stolen Memories on Adult at three training-set sizes (the targets' cards say which) and
+    on breast cancer without DP and at two epsilons; ``accuracy`` per study, bootstrap-like."""
+    from miarepro.artifacts import results
+
+    sizes = {"adult-250": 250, "adult-500": 500, "adult-1000": 1000, "bcw": 142,
+             "bcw-eps-16": 142, "bcw-eps-0-25": 142}
+    for study, size in sizes.items():
+        card = tmp_path / results.target_card("results", study, 0)
+        card.parent.mkdir(parents=True)
+        card.write_text(f'{{"n_train": {size}}}')
+    monkeypatch.chdir(tmp_path)
+    def estimates(_results, study, _attack):  # draws of a study's own: no pairing by design
+        noise = np.random.default_rng(len(study)).normal(0.0, 0.01, 1000)
+        return {"accuracy": Estimate(accuracy[study], accuracy[study] + noise, "bootstrap")}
+
+    monkeypatch.setattr(results, "attack_estimates", estimates)
+    attacks = {"general-wb": {"attack": "general_wb", "paper_attack": "general_wb"}}
+    adult = {"paper": "stolen-memories", "paper_dataset": "adult", "targets": 1,
+             "attacks": attacks}
+    bcw = {**adult, "paper_dataset": "breast_cancer", "training": {}}
+    dp = {name: {**bcw, "training": {"dp": {"epsilon": epsilon}}, "attacks": {"general-wb": {
+        **attacks["general-wb"], "paper_setting": f"epsilon={epsilon:g}"}}}
+        for name, epsilon in (("bcw-eps-16", 16.0), ("bcw-eps-0-25", 0.25))}
+    return {"artifacts": {}, "studies": {"adult-250": adult, "adult-500": adult,
+                                         "adult-1000": adult, "bcw": bcw, **dp}}
+
+
+@pytest.mark.parametrize(("accuracy", "expected"), [
+    ({"adult-250": 0.66, "adult-500": 0.60, "adult-1000": 0.56}, "holds"),
+    ({"adult-250": 0.56, "adult-500": 0.60, "adult-1000": 0.66}, "fails"),
+    ({"adult-250": 0.57, "adult-500": 0.60, "adult-1000": 0.56}, "inconclusive"),
+    ({"adult-250": 0.50, "adult-500": 0.60, "adult-1000": 0.505}, "no signal"),
+])
+def test_a_trend_compares_the_ends_of_its_axis(tmp_path, monkeypatch, accuracy, expected):
+    """SM-C17 (general-wb's accuracy falls as the training set grows): the smallest training
+    set (250 records, from the target's card) against the largest (1,000); the middle study
+    does not enter, and the interval of two bootstraps is their draw-by-draw difference."""
+    accuracy = {**accuracy, "bcw": 0.54, "bcw-eps-16": 0.53, "bcw-eps-0-25": 0.50}
+    config = _trend_config(tmp_path, monkeypatch, accuracy)
+    rows = cl.evaluate(config, list(config["studies"])).set_index("claim")
+    row = rows.loc["SM-C17"]
+    assert row["verdict"] == expected
+    assert row["study"] == "adult-1000 vs adult-250"
+    assert row["quantity"] == pytest.approx(accuracy["adult-250"] - accuracy["adult-1000"])
+    assert row["ours"].startswith("train_size 1000 vs 250: ")
+
+
+def test_a_trend_over_epsilon_leaves_studies_without_dp_off_its_axis(tmp_path, monkeypatch):
+    """SM-C18 (general-wb's accuracy rises with epsilon): epsilon 16 against 0.25; the study
+    trained without DP is not a point of the axis (its 0.90 would reverse the verdict). A
+    dataset with studies at fewer than two epsilons gets a "not run" row saying so."""
+    accuracy = {"adult-250": 0.6, "adult-500": 0.6, "adult-1000": 0.6, "bcw": 0.90,
+                "bcw-eps-16": 0.58, "bcw-eps-0-25": 0.51}
+    config = _trend_config(tmp_path, monkeypatch, accuracy)
+    rows = cl.evaluate(config, list(config["studies"]))
+    row = rows[rows["claim"] == "SM-C18"].set_index("paper_dataset").loc["breast_cancer"]
+    assert (row["verdict"], row["study"]) == ("holds", "bcw-eps-16 vs bcw-eps-0-25")
+    assert row["quantity"] == pytest.approx(0.07)
+    del config["studies"]["bcw-eps-0-25"]
+    rows = cl.evaluate(config, list(config["studies"]))
+    row = rows[rows["claim"] == "SM-C18"].set_index("paper_dataset").loc["breast_cancer"]
+    assert row["verdict"] == "not run"
+    assert row["ours"] == ("needs general_wb in studies of breast_cancer at two or more "
+                           "epsilon values")
+
+
+@pytest.mark.parametrize(("a", "expected"), [(0.10, "holds"), (0.20, "fails"),
+                                             (0.13, "inconclusive")])
+def test_ratio_at_most_verdict(a, expected):
+    """BMIA-C36's form: a/b at most 0.13; b = 1 with a spread of its own (draws apart)."""
+    noise = np.random.default_rng(1).normal(0.0, 0.01, 1001)
+    b = Estimate(1.0, 1.0 + noise, "bootstrap")
+    quantity = cl.verdict(claim("ratio_at_most", 0.13), estimate(a, 0.005), b)
+    assert quantity[0] == expected
+    assert quantity[1].value == pytest.approx(a)
+
+
+def test_a_cost_is_spread_by_the_runs_timing_noise(tmp_path, monkeypatch):
+    """A cost (gpu_minutes) is the attack's measured minutes; its interval is the relative
+    spread of the study's reference models' training seconds (here 10%), about +-19.6%."""
+    from miarepro.artifacts import builders
+
+    models = tmp_path / "results/studies/s/models/reference"
+    models.mkdir(parents=True)
+    for index, seconds in enumerate((9.0, 10.0, 11.0)):
+        (models / f"{index}.json").write_text(f'{{"train_seconds": {seconds}}}')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(builders, "compute_seconds", lambda *_: 120.0)
+    cost = cl._measure("s", "lira", "gpu_minutes", {"studies": {"s": {"attacks": {}}}})
+    assert cost.value == 2.0
+    low, high = cost.interval()
+    assert (low, high) == pytest.approx((2.0 * (1 - 0.196), 2.0 * (1 + 0.196)), rel=0.05)
+    again = cl._measure("s", "lira", "gpu_minutes", {"studies": {"s": {"attacks": {}}}})
+    np.testing.assert_array_equal(cost.draws, again.draws)  # seeded: the same verdict twice

@@ -93,6 +93,47 @@ def test_replicate_interval_covers_the_truth_with_training_noise_where_one_run_c
     assert one_run_covered / one_run_trials < 0.8, one_run_covered / one_run_trials
 
 
+def test_difference_of_two_studies_targets_is_welchs_interval():
+    """Targets (or replicates) of two studies are not paired: Welch's t interval, as scipy."""
+    from scipy import stats
+
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(0.6, 0.05, 4), rng.normal(0.55, 0.1, 6)
+    difference = u.difference_across_studies(u.Estimate(x.mean(), x, "targets"),
+                                             u.Estimate(y.mean(), y, "replicates"))
+    expected = stats.ttest_ind(x, y, equal_var=False).confidence_interval(0.95)
+    assert difference.value == pytest.approx(x.mean() - y.mean())
+    assert difference.interval() == pytest.approx((expected.low, expected.high))
+    # a bootstrap beside per-target values: its draws' spread with unlimited freedom
+    draws = np.random.default_rng(0).normal(0.5, 0.02, 1000)
+    mixed = u.difference_across_studies(u.Estimate(0.5, draws, "bootstrap"),
+                                        u.Estimate(x.mean(), x, "targets"))
+    error = np.hypot(draws.std(ddof=1), x.std(ddof=1) / 2)
+    low, high = mixed.interval()
+    assert (high - low) / 2 > 1.96 * error  # t with finite Welch freedom is wider than normal
+    with pytest.raises(ValueError, match="binomial"):
+        u.difference_across_studies(mixed, u.Estimate(0.1, np.array([1, 10]), "binomial"))
+
+
+def test_difference_of_two_studies_bootstraps_covers_the_truth():
+    """Two studies with audits of their own, bootstrapped under one seed (the same weights):
+    the draw-by-draw difference covers the true AUC difference at its nominal rate."""
+    rng = np.random.default_rng(6)
+    truth = norm.cdf(1 / np.sqrt(2)) - norm.cdf(0.5 / np.sqrt(2))
+    covered, trials = 0, 200
+    member = np.repeat([True, False], 300)
+    for trial in range(trials):
+        sides = []
+        for shift in (1.0, 0.5):
+            score = rng.normal(shift * member, 1.0)
+            draws = u.bootstrap_metrics(member, score, (), seed=trial, n_boot=400)["auc"]
+            sides.append(u.Estimate(u.point_metrics(member, score, ())["auc"], draws,
+                                    "bootstrap"))
+        low, high = u.difference_across_studies(*sides).interval()
+        covered += low <= truth <= high
+    assert 0.90 <= covered / trials <= 0.99, covered / trials
+
+
 def test_an_interval_over_replicates_needs_two_and_keeps_resolvability():
     ok, unresolved = u.Estimate(0.6, np.array([0.6]), "bootstrap"), u.Estimate(
         0.5, np.array([0.5]), "bootstrap", resolvable=False)

@@ -88,7 +88,7 @@ def leaderboard(name: str, settings: dict[str, Any], config: dict[str, Any], pre
     for study in studies_of(settings, config):
         study_config = config["studies"][study]
         table = res.study_metrics(RESULTS, study, study_config, shown_metrics)
-        table["compute_seconds"] = [_compute_seconds(RESULTS, study, attack, study_config)
+        table["compute_seconds"] = [compute_seconds(RESULTS, study, attack, study_config)
                                     for attack in table["attack"]]
         table["paper_dataset"] = study_config.get("paper_dataset")
         table[f"paper_{ranking}"] = [
@@ -150,7 +150,7 @@ def _fit_cards(results: str, study: str, study_config: dict, attack: str) -> lis
                                                    study_config["attacks"][attack])]
 
 
-def _compute_seconds(results: str, study: str, attack: str, study_config: dict) -> float:
+def compute_seconds(results: str, study: str, attack: str, study_config: dict) -> float:
     """Scoring seconds plus training seconds of the models and fit the attack needs (target 0)."""
     bench = pd.read_csv(f"{results}/benchmarks/{study}/score-{attack}.tsv", sep="\t")
     cards = [io.read_json(path) for path in _model_cards(results, study, study_config, attack)]
@@ -198,7 +198,7 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
             if pd.isna(row["paper_setting"]) or not row["paper_setting"]:
                 row["paper_setting"] = default
             if COMPUTE in metrics:  # minutes of the models and fit the attack needs, no CI
-                minutes = _compute_seconds(RESULTS, study, row["attack"], study_config) / 60
+                minutes = compute_seconds(RESULTS, study, row["attack"], study_config) / 60
                 row.update({COMPUTE: minutes, f"{COMPUTE}_low": minutes,
                             f"{COMPUTE}_high": minutes, f"{COMPUTE}_resolvable": True})
             for metric in metrics:

@@ -4,8 +4,13 @@
 (``greater``), an equivalence within a stated margin (``close``: "no significant difference"),
 an ordering the paper's own numbers cannot tell from a tie, so that only a reversal beyond its
 noise contradicts it (``not_below``: "on a par or better", ``a >= b - value``),
-a bound on one attack (``at_least`` / ``at_most``) or on the ratio of two (``ratio_at_least``),
-a value a theorem promises (``equals``: QMIA's FPR = a),
+a bound on one attack (``at_least`` / ``at_most``) or on the ratio of two (``ratio_at_least``,
+``ratio_at_most``: with ``metric: gpu_minutes`` a cost, the minutes of the models, fit and
+scoring an attack needs, with the run's timing noise as its interval),
+a value a theorem promises (``equals``: QMIA's FPR = a), a trend of one attack across
+studies (``increases`` / ``decreases`` ``over`` the DP ``epsilon`` or the target's
+``train_size``: its metric where that value is largest against where it is smallest, two
+studies trained apart: :func:`miarepro.uncertainty.difference_across_studies`),
 or that an attack does best with reference models of the target's own architecture
 (``matched_best``: it beats the strongest of the study's instances of the same attack that
 take their references from another study), the artifact that shows it and the paper datasets
@@ -41,23 +46,32 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from miarepro import io, uncertainty
 from miarepro.artifacts import builders, catalog, regime
 from miarepro.artifacts import results as res
-from miarepro.paths import replicates_of
+from miarepro.artifacts.registry import COMPUTE
+from miarepro.paths import model_home, replicates_of
 from miarepro.uncertainty import Estimate
 
 CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
 KINDS = ("greater", "close", "not_below", "at_least", "at_most", "ratio_at_least",
-         "matched_best", "equals")
+         "ratio_at_most", "matched_best", "equals", "increases", "decreases")
+#: kinds comparing one attack across the studies of a paper dataset, along ``over``
+TRENDS = ("increases", "decreases")
+#: what a trend runs over: the target's DP epsilon (studies without DP are not on the axis)
+#: or its training-set size (from the target's card)
+OVER = ("epsilon", "train_size")
 #: kinds whose ``value`` is a tolerance taken from the paper: ``basis`` says how
 TOLERANCES = ("close", "not_below")
 VERDICTS = ("holds", "fails", "inconclusive", "not resolvable", "no signal", "not run")
 #: kinds that compare attacks (an ordering, a parity or a ratio), which chance cannot test
-COMPARISONS = ("greater", "close", "not_below", "ratio_at_least", "matched_best")
-KEYS = {"id", "artifact", "statement", "metric", "kind", "a", "b", "value", "basis", "datasets"}
+COMPARISONS = ("greater", "close", "not_below", "ratio_at_least", "ratio_at_most",
+               "matched_best", *TRENDS)
+KEYS = {"id", "artifact", "statement", "metric", "kind", "a", "b", "value", "basis", "datasets",
+        "over"}
 #: an attack side names the paper's attack and setting, and may measure it by another metric
 #: than the claim's (Stolen Memories: one attack's calibrated against uncalibrated precision)
 SIDE_KEYS = {"attack", "setting", "metric"}
@@ -76,9 +90,11 @@ class Claim:
     value: float | None
     datasets: tuple[str, ...]
     basis: str = ""  # how a tolerance (``close``, ``not_below``) follows from the paper
+    over: str = ""  # a trend's axis (:data:`OVER`)
 
     def holds_on(self, a: float, b: float | None) -> bool:
-        """The claim evaluated on point values (in the paper's units)."""
+        """The claim evaluated on point values (in the paper's units); for a trend, ``a`` is
+        the metric where ``over`` is largest and ``b`` where it is smallest."""
         return _compare(self.kind, a, b, self.value)
 
 
@@ -95,8 +111,15 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
         kind = entry.get("kind")
         if kind not in KINDS:
             raise ValueError(f"{where}: kind {kind!r}; known: {list(KINDS)}")
-        needs_b = kind in ("greater", "close", "not_below", "ratio_at_least")
-        needs_value = kind not in ("greater", "matched_best")
+        needs_b = kind in ("greater", "close", "not_below", "ratio_at_least", "ratio_at_most")
+        needs_value = kind not in ("greater", "matched_best", *TRENDS)
+        if (kind in TRENDS) != ("over" in entry) or entry.get("over", OVER[0]) not in OVER:
+            raise ValueError(f"{where}: " + (f"over {entry['over']!r}; known: {list(OVER)}"
+                                             if kind in TRENDS and "over" in entry else
+                                             f"kind {kind!r} needs 'over' (one of {list(OVER)})"
+                                             if kind in TRENDS else
+                                             f"kind {kind!r} is not a trend: 'over' is for "
+                                             f"{list(TRENDS)}"))
         if needs_b != ("b" in entry) or needs_value != ("value" in entry):
             raise ValueError(f"{where}: kind {kind!r} needs "
                              + ("a, b" if needs_b else "a") + (" and value" if needs_value else ""))
@@ -117,7 +140,7 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
             id=entry["id"], paper=paper, artifact=entry["artifact"],
             statement=entry["statement"], metric=entry["metric"], kind=kind, a=entry["a"],
             b=entry.get("b"), value=entry.get("value"), datasets=tuple(entry["datasets"]),
-            basis=entry.get("basis", "")))
+            basis=entry.get("basis", ""), over=entry.get("over", "")))
     return claims
 
 
@@ -150,8 +173,10 @@ def load_claims(paper: str) -> tuple[Claim, ...]:
 
 
 def _compare(kind: str, a: float, b: float | None, value: float | None) -> bool:
-    if kind in ("greater", "matched_best"):
+    if kind in ("greater", "matched_best", "increases"):
         return a > b
+    if kind == "decreases":
+        return a < b
     if kind == "close":
         return abs(a - b) <= value
     if kind == "not_below":
@@ -162,16 +187,23 @@ def _compare(kind: str, a: float, b: float | None, value: float | None) -> bool:
         return a <= value
     if kind == "equals":
         return a == value
+    if kind == "ratio_at_most":
+        return a / b <= value
     return a / b >= value
 
 
 def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimate]:
-    """(one of :data:`VERDICTS` but "not run", the compared quantity) from paired estimates."""
+    """(one of :data:`VERDICTS` but "not run", the compared quantity) from paired estimates,
+    or for a trend from the estimates of two studies trained apart."""
     scale = uncertainty.percent_scale(claim.metric, claim.paper)  # claims: the paper's units
-    kind = "greater" if claim.kind == "matched_best" else claim.kind  # against its best rival
-    if kind in ("greater", "close", "not_below"):
+    kind = "greater" if claim.kind in ("matched_best", *TRENDS) else claim.kind
+    if claim.kind in TRENDS:  # a: where `over` is largest, b: smallest; two studies apart
+        quantity = (uncertainty.difference_across_studies(a, b) if claim.kind == "increases"
+                    else uncertainty.difference_across_studies(b, a))
+        threshold = 0.0
+    elif kind in ("greater", "close", "not_below"):
         quantity, threshold = a - b, 0.0 if kind == "greater" else claim.value / scale
-    elif claim.kind == "ratio_at_least":
+    elif claim.kind.startswith("ratio"):
         quantity, threshold = a.ratio(b), claim.value
     else:
         quantity, threshold = a, claim.value / scale
@@ -187,7 +219,7 @@ def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimat
     elif kind == "close":  # the whole interval within +-margin, or wholly outside it
         holds = -threshold <= low and high <= threshold
         fails = low > threshold or high < -threshold
-    elif kind == "at_most":
+    elif kind in ("at_most", "ratio_at_most"):
         holds, fails = high <= threshold, low > threshold
     elif kind == "equals":
         holds = low <= threshold <= high
@@ -274,6 +306,8 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
     for study in studies:
         study_config = config["studies"][study]
         for claim in load_claims(study_config["paper"]):
+            if claim.kind in TRENDS:
+                continue  # across studies: below
             dataset = stands_for(claim, study, config)
             if dataset not in claim.datasets:
                 continue
@@ -300,13 +334,14 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
             sides = [claim.a, claim.b or claim.a][: len(names)]  # matched_best's rival: a
             metrics = [side.get("metric", claim.metric) for side in sides]
             unmeasured = sorted({metric for name, metric in zip(names, metrics, strict=True)
-                                 if metric not in res.attack_estimates(res.RESULTS, study, name)})
+                                 if metric != COMPUTE
+                                 and metric not in res.attack_estimates(res.RESULTS, study, name)})
             if unmeasured:  # e.g. a TPR at an FPR outside the config's metrics.fprs
                 rows.append({**row, "verdict": "not run", "ours": f"needs {', '.join(unmeasured)}"
                              " measured (the config's metrics)"})
                 continue
             replicates = replicates_of(study, config)
-            estimates = [_over_replicates(replicates, name, metric)
+            estimates = [_over_replicates(replicates, name, metric, config)
                          for name, metric in zip(names, metrics, strict=True)]
             outcome, quantity = verdict(claim, estimates[0],
                                         estimates[1] if len(estimates) > 1 else None)
@@ -317,17 +352,103 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                          "quantity": quantity.value, "quantity_low": quantity.interval()[0],
                          "quantity_high": quantity.interval()[1]})
     papers = dict.fromkeys(config["studies"][study]["paper"] for study in studies)
+    rows += [row for paper in papers for claim in load_claims(paper) if claim.kind in TRENDS
+             for row in _trend_rows(claim, config, studies)]
     evaluated = {row["claim"] for row in rows}
     rows += [_not_run_anywhere(claim) for paper in papers for claim in load_claims(paper)
              if claim.id not in evaluated]
     return pd.DataFrame(rows)
 
 
-def _over_replicates(replicates: list[str], attack: str, metric: str) -> Estimate:
+def _trend_rows(claim: Claim, config: dict[str, Any], studies: list[str]
+                ) -> list[dict[str, Any]]:
+    """A trend claim on each paper dataset the studies stand for: its attack's metric in the
+    study where ``claim.over`` is largest against the one where it is smallest."""
+    of_dataset: dict[str, list[str]] = {}
+    axes: dict[str, list[tuple[float, str, str]]] = {}
+    for study in studies:
+        study_config = config["studies"][study]
+        dataset = stands_for(claim, study, config)
+        if study_config["paper"] != claim.paper or dataset not in claim.datasets:
+            continue
+        of_dataset.setdefault(dataset, []).append(study)
+        attack = _trend_attack(study_config, claim)
+        level = _level(claim.over, study, study_config)
+        if attack is not None and level is not None:
+            axes.setdefault(dataset, []).append((level, study, attack))
+    rows = []
+    for dataset, studies_there in of_dataset.items():
+        axis = axes.get(dataset, [])
+        row = {"claim": claim.id, "paper": claim.paper, "statement": claim.statement,
+               "artifact": claim.artifact, "paper_dataset": dataset, "metric": claim.metric,
+               "paper_a": None, "paper_b": None, "study": ", ".join(studies_there),
+               "command": "snakemake --profile profiles/local "
+                          f"results/artifacts/{artifact_file(claim.artifact)}"}
+        if len({level for level, _, _ in axis}) < 2:
+            rows.append({**row, "verdict": "not run", "ours": (
+                f"needs {_spec_text(claim.a)} in studies of {dataset} at two or more "
+                f"{claim.over} values")})
+            continue
+        ends = [max(axis), min(axis)]  # (level, study, attack): largest, smallest
+        estimates = [_over_replicates(replicates_of(study, config), attack, claim.metric,
+                                      config) for _, study, attack in ends]
+        outcome, quantity = verdict(claim, *estimates)
+        rows.append({**row, "study": " vs ".join(study for _, study, _ in ends),
+                     "verdict": outcome, "replicates": len(replicates_of(ends[0][1], config)),
+                     "ours": f"{claim.over} {ends[0][0]:g} vs {ends[1][0]:g}: "
+                             + _describe(claim, estimates, quantity),
+                     "quantity": quantity.value, "quantity_low": quantity.interval()[0],
+                     "quantity_high": quantity.interval()[1]})
+    return rows
+
+
+def _trend_attack(study_config: dict[str, Any], claim: Claim) -> str | None:
+    """The study's instance of a trend's attack: the paper's default setting or the one the
+    trend runs over (``epsilon=16``)."""
+    for name, attack in study_config["attacks"].items():
+        setting = attack.get("paper_setting") or ""
+        if attack.get("paper_attack") == claim.a["attack"] and (
+                setting == claim.a.get("setting", "") or setting.startswith(f"{claim.over}=")):
+            return name
+    return None
+
+
+def _level(over: str, study: str, study_config: dict[str, Any]) -> float | None:
+    """Where a study sits on a trend's axis: its DP epsilon (None without DP), or its first
+    target's training-set size."""
+    if over == "epsilon":
+        dp = (study_config.get("training") or {}).get("dp")
+        return float(dp["epsilon"]) if dp else None
+    card = res.target_card(res.RESULTS, model_home(study, study_config), 0)
+    return float(io.read_json(card)["n_train"])
+
+
+def _over_replicates(replicates: list[str], attack: str, metric: str,
+                     config: dict[str, Any]) -> Estimate:
     """An attack's metric in a study: over its replicates where it has several (the interval
     then holds training's variance), else from its one run (targets or audited records)."""
-    found = [res.attack_estimates(res.RESULTS, study, attack)[metric] for study in replicates]
+    found = [_measure(study, attack, metric, config) for study in replicates]
     return found[0] if len(found) == 1 else uncertainty.over_replicates(found)
+
+
+def _measure(study: str, attack: str, metric: str, config: dict[str, Any]) -> Estimate:
+    """An attack's metric in one study, or its cost (``gpu_minutes``: the models, fit and
+    scoring it needs, as the paper tables' compute rows count them).
+
+    A cost is timed once; its draws spread it by the run's timing noise, the relative spread
+    of the study's reference models' training seconds (the same work, timed apart), drawn
+    apart for each attack, so that a cost claim is only decided beyond that noise.
+    """
+    if metric != COMPUTE:
+        return res.attack_estimates(res.RESULTS, study, attack)[metric]
+    study_config = config["studies"][study]
+    minutes = builders.compute_seconds(res.RESULTS, study, attack, study_config) / 60
+    home = Path(res.RESULTS) / "studies" / model_home(study, study_config) / "models"
+    seconds = [io.read_json(card)["train_seconds"] for card in home.glob("reference/*.json")]
+    noise = np.std(seconds, ddof=1) / np.mean(seconds) if len(seconds) > 1 else 0.0
+    rng = np.random.default_rng(list(f"{study}/{attack}".encode()))
+    draws = minutes * (1 + noise * rng.standard_normal(uncertainty.N_BOOTSTRAP))
+    return Estimate(minutes, draws, "bootstrap")
 
 
 def _spec_text(spec: dict[str, str]) -> str:
@@ -351,7 +472,7 @@ def _describe(claim: Claim, estimates: list[Estimate], quantity: Estimate) -> st
              for e in estimates]
     text = " vs ".join(shown)
     if len(estimates) > 1 and quantity.resolvable:
-        if claim.kind == "ratio_at_least":
+        if claim.kind.startswith("ratio"):
             low, high = quantity.interval()
             text += f"; ratio {quantity.value:.2f} [{low:.2f}, {high:.2f}]"
         else:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from miarepro import io, metrics, uncertainty
+from miarepro.artifacts.registry import COMPUTE
 from miarepro.paths import model_home, replicates_of
 
 RESULTS = "results"  # relative to the workflow's working directory
@@ -121,10 +122,11 @@ def estimate_columns(metric: str, estimate: uncertainty.Estimate,
     """``{m, m_low, m_high, m_resolvable}``; values are NaN where not resolvable.
 
     Rates live in [0, 1], so a Student-t interval over a few targets is clipped to it; a
-    difference of two metrics (``clip=False``) and a pinball loss (in score units) are not.
+    difference of two metrics (``clip=False``), a pinball loss (in score units) and a cost
+    (minutes) are not.
     """
     low, high = estimate.interval()
-    if clip and not metric.startswith("pinball"):
+    if clip and not metric.startswith("pinball") and metric != COMPUTE:
         low, high = np.clip([low, high], 0.0, 1.0)
     shown = estimate.resolvable
     return {metric: estimate.value if shown else math.nan,
