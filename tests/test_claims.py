@@ -7,7 +7,7 @@ from miarepro.artifacts import catalog
 from miarepro.artifacts import claims as cl
 from miarepro.uncertainty import Estimate
 
-PAPERS = ("bmia", "iha", "qmia", "stolen-memories")
+PAPERS = ("bmia", "iha", "qmia", "stolen-memories", "subpop")
 
 
 @pytest.mark.parametrize("paper", PAPERS)
@@ -352,10 +352,12 @@ def test_ratio_at_most_verdict(a, expected):
     assert quantity[1].value == pytest.approx(a)
 
 
-def test_a_cost_is_spread_by_the_runs_timing_noise(tmp_path, monkeypatch):
-    """A cost (gpu_minutes) is the attack's measured minutes; its interval is the relative
-    spread of the study's reference models' training seconds (here 10%), about +-19.6%."""
-    from miarepro.artifacts import builders
+@pytest.mark.parametrize("metric", ["gpu_minutes", "train_minutes"])
+def test_a_cost_is_spread_by_the_runs_timing_noise(tmp_path, monkeypatch, metric):
+    """A cost is the attack's measured minutes (BMIA Table 1's compute, Subpop Table 3's
+    training at the paper's counts); its interval is the relative spread of the study's
+    reference models' training seconds (here 10%), about +-19.6%."""
+    from miarepro.artifacts import builders, subpop_artifacts
 
     models = tmp_path / "results/studies/s/models/reference"
     models.mkdir(parents=True)
@@ -363,9 +365,11 @@ def test_a_cost_is_spread_by_the_runs_timing_noise(tmp_path, monkeypatch):
         (models / f"{index}.json").write_text(f'{{"train_seconds": {seconds}}}')
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(builders, "compute_seconds", lambda *_: 120.0)
-    cost = cl._measure("s", "lira", "gpu_minutes", {"studies": {"s": {"attacks": {}}}})
+    monkeypatch.setattr(subpop_artifacts, "minutes_at_paper_counts", lambda *_: 2.0)
+    config = {"studies": {"s": {"attacks": {}}}}
+    cost = cl._measure("s", "lira", metric, config)
     assert cost.value == 2.0
     low, high = cost.interval()
     assert (low, high) == pytest.approx((2.0 * (1 - 0.196), 2.0 * (1 + 0.196)), rel=0.05)
-    again = cl._measure("s", "lira", "gpu_minutes", {"studies": {"s": {"attacks": {}}}})
+    again = cl._measure("s", "lira", metric, config)
     np.testing.assert_array_equal(cost.draws, again.draws)  # seeded: the same verdict twice

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from miarepro import io, metrics, uncertainty
-from miarepro.artifacts.registry import COMPUTE
+from miarepro.artifacts.registry import COSTS
 from miarepro.paths import model_home, replicates_of
 
 RESULTS = "results"  # relative to the workflow's working directory
@@ -126,7 +126,7 @@ def estimate_columns(metric: str, estimate: uncertainty.Estimate,
     (minutes) are not.
     """
     low, high = estimate.interval()
-    if clip and not metric.startswith("pinball") and metric != COMPUTE:
+    if clip and not metric.startswith("pinball") and metric not in COSTS:
         low, high = np.clip([low, high], 0.0, 1.0)
     shown = estimate.resolvable
     return {metric: estimate.value if shown else math.nan,
