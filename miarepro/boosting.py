@@ -26,6 +26,11 @@ TARGET_SPACE = {"depth": {"low": 2, "high": 8},
                 "iterations": {"low": 50, "high": 500, "log": True}}
 
 
+class Diverged(ArithmeticError):
+    """Training blew up: its loss went to infinity, so there is no model to keep (a search
+    trial with a large step and little regularisation; :mod:`miarepro.search` drops it)."""
+
+
 def _common(seed: int, threads: int) -> dict[str, Any]:
     return {"random_seed": seed, "thread_count": threads, "verbose": 0,
             "allow_writing_files": False}
@@ -117,7 +122,7 @@ def fit_quantiles(X: np.ndarray, scores: np.ndarray, head: str, taus: np.ndarray
     stage was kept, in words.
     """
     import torch
-    from catboost import CatBoostRegressor
+    from catboost import CatBoostError, CatBoostRegressor
 
     if head == "gaussian":
         loss = "RMSEWithUncertainty"
@@ -126,7 +131,12 @@ def fit_quantiles(X: np.ndarray, scores: np.ndarray, head: str, taus: np.ndarray
         loss = "MultiQuantile:alpha=" + ",".join(f"{a:.8g}" for a in alphas)
     model = CatBoostRegressor(loss_function=loss, **_tree_settings(recipe),
                               **_common(seed, torch.get_num_threads()))
-    model.fit(X.reshape(len(X), -1), scores)
+    try:
+        model.fit(X.reshape(len(X), -1), scores)
+    except CatBoostError as error:  # it stops on a degenerate solution, then fails to log inf
+        if "invalid float value" in str(error):
+            raise Diverged(f"CatBoost's {loss} diverged with {_tree_settings(recipe)}") from error
+        raise
     period = max(1, model.tree_count_ // 50)
     stages = [loss_of(np.asarray(out, dtype=np.float64).reshape(len(X_val), -1))
               for out in model.staged_predict(X_val.reshape(len(X_val), -1), eval_period=period,

@@ -55,8 +55,11 @@ def _expand_replicates(config: dict[str, Any]) -> None:
     training seed moved by :data:`REPLICATE_SEED_STEP` per replicate, so its split draw, its
     models and its fits (seeded from the training seed: ``StudyFiles.fit_seed``) are new. Its
     ``models_from`` and ``reference_study`` point at the same replicate of those studies, and it
-    records ``replicate_of``; artifacts name the first replicate only."""
+    records ``replicate_of``; artifacts name the first replicate only. The top-level
+    ``replicates`` is every study's least number (``--config replicates=3``)."""
     studies = config["studies"]
+    for study in studies.values():
+        study["replicates"] = max(study["replicates"], config["replicates"])
     for name, study in list(studies.items()):
         sources = ([study["models_from"]] if "models_from" in study else []) + [
             entry["reference_study"] for entry in study["attacks"].values()

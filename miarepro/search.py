@@ -9,8 +9,11 @@ print them::
 
 :func:`run` minimises an objective over it with optuna's TPE sampler (QMIA used Hyperopt, also
 TPE) and, for objectives that report per-epoch losses, the asynchronous successive-halving
-pruner (QMIA's AsyncHyperBand). The sampler is seeded, so a search is reproducible. The caller
-decides what the objective is scored on; QMIA's searches never see evaluation samples.
+pruner (QMIA's AsyncHyperBand). A trial whose training diverges (an ``ArithmeticError``,
+such as :class:`miarepro.boosting.Diverged`) or whose loss is not finite is pruned, as any
+search over learning rates near 1 meets some. The sampler is seeded, so a search is
+reproducible. The caller decides what the objective is scored on; QMIA's searches never see
+evaluation samples.
 """
 
 from __future__ import annotations
@@ -94,7 +97,11 @@ def run(objective: Objective, space: Space, trials: int, seed: int) -> tuple[dic
             if trial.should_prune():
                 raise optuna.TrialPruned(f"pruned at step {step}")
 
-        loss = float(objective(params, report))
+        try:
+            loss = float(objective(params, report))
+        except ArithmeticError as error:  # its training diverged (boosting.Diverged): no model
+            log.info("trial %d: diverged %s", trial.number, json.dumps(params))
+            raise optuna.TrialPruned(f"diverged: {error}") from error
         if not math.isfinite(loss):
             raise optuna.TrialPruned(f"non-finite loss {loss}")
         log.info("trial %d: loss %.5g %s", trial.number, loss, json.dumps(params))

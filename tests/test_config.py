@@ -301,7 +301,23 @@ def test_replicates_are_the_study_under_new_seeds_with_their_sources_replicates(
     assert paths.replicates_of("iha-mnist", config) == ["iha-mnist"]  # one by default
 
 
+def test_top_level_replicates_are_every_studys_least(default):
+    """``--config replicates=3``: every study runs three times (sources and the studies that
+    use their models alike), and a study asking for more keeps its own."""
+    config = copy.deepcopy(default)
+    config["replicates"] = 3
+    config["studies"]["iha-mnist"]["replicates"] = 4
+    studies = cfg.validate(config)["studies"]
+    originals = [name for name, study in studies.items() if "replicate_of" not in study]
+    assert len(studies) == 3 * len(originals) + 1
+    assert paths.replicates_of("bmia-mnist-ood", config)[-1] == "bmia-mnist-ood-r2"
+    assert studies["bmia-mnist-ood-r2"]["models_from"] == "bmia-mnist-r2"
+    assert paths.replicates_of("iha-mnist", config)[-1] == "iha-mnist-r3"
+    assert cfg.validate(copy.deepcopy(default))["replicates"] == 1
+
+
 @pytest.mark.parametrize(("edit", "words"), [
+    (lambda c: c.update(replicates=0), ["config key replicates"]),
     (lambda c: c["studies"]["bmia-mnist-ood"].update(replicates=2),
      ["studies.bmia-mnist-ood.replicates", "study 'bmia-mnist', whose models it uses, has 1"]),
     (lambda c: (c["studies"]["iha-mnist"].update(replicates=2), c["studies"].update(

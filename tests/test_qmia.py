@@ -211,6 +211,29 @@ def test_search_is_seeded_and_keeps_list_choices():
     assert objective(chosen, lambda *_: None) == best
 
 
+def test_a_diverging_catboost_regressor_is_a_pruned_search_trial():
+    """A large step with almost no regularisation makes CatBoost's Gaussian head diverge: it
+    raises Diverged, and a search drops such a trial instead of failing the fit (found on a
+    replicate's QMIA search, whose seeds reached a learning rate of 0.96)."""
+    from miarepro import boosting, search
+
+    X, s = heteroscedastic(2000, 0)
+    wild = {"depth": 8, "l2_leaf_reg": 1e-6, "learning_rate": 1.0, "subsample": 0.6,
+            "iterations": 100}
+    with pytest.raises(boosting.Diverged, match="diverged"):
+        boosting.fit_quantiles(X, s, "gaussian", np.array([0.5]), wild, 0, X[:10],
+                               lambda raw: 0.0)
+
+    def objective(params, report):
+        if params["x"] > 0:
+            raise boosting.Diverged("blew up")
+        return params["x"] ** 2
+
+    chosen, trials = search.run(objective, {"x": {"low": -1.0, "high": 1.0}}, 12, seed=0)
+    assert chosen["x"] <= 0
+    assert {t["state"] for t in trials if t["params"]["x"] > 0} == {"PRUNED"}
+
+
 def test_implied_quantiles_by_hand():
     """Marginal: the public quantile, for everyone; LiRA: ``mu_out + s_out Phi^-1(tau)``;
     QMIA: the regressor's own."""
