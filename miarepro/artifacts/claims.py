@@ -319,12 +319,7 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                 names.append(strongest_rival(study, study_config, claim))
             paper = [claim_paper_value(claim, dataset, spec, study_config.get("paper_model"))
                      for spec in specs]
-            artifact_path = f"results/artifacts/{artifact_file(claim.artifact)}"
-            row = {"claim": claim.id, "paper": claim.paper, "statement": claim.statement,
-                   "artifact": claim.artifact, "study": study, "paper_dataset": dataset,
-                   "metric": claim.metric, "paper_a": paper[0],
-                   "paper_b": paper[1] if len(paper) > 1 else None,
-                   "command": f"snakemake --profile profiles/local {artifact_path}"}
+            row = _row(claim, study, dataset, paper[0], paper[1] if len(paper) > 1 else None)
             if None in names:
                 absent = [_spec_text(spec) for spec, name in zip(specs, names, strict=False)
                           if name is None] or ["the strongest rival"]
@@ -349,8 +344,7 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                      if claim.kind == "matched_best" else "")
             rows.append({**row, "verdict": outcome, "replicates": len(replicates),
                          "ours": _describe(claim, estimates, quantity) + rival,
-                         "quantity": quantity.value, "quantity_low": quantity.interval()[0],
-                         "quantity_high": quantity.interval()[1]})
+                         **_quantity_columns(quantity)})
     papers = dict.fromkeys(config["studies"][study]["paper"] for study in studies)
     rows += [row for paper in papers for claim in load_claims(paper) if claim.kind in TRENDS
              for row in _trend_rows(claim, config, studies)]
@@ -379,11 +373,7 @@ def _trend_rows(claim: Claim, config: dict[str, Any], studies: list[str]
     rows = []
     for dataset, studies_there in of_dataset.items():
         axis = axes.get(dataset, [])
-        row = {"claim": claim.id, "paper": claim.paper, "statement": claim.statement,
-               "artifact": claim.artifact, "paper_dataset": dataset, "metric": claim.metric,
-               "paper_a": None, "paper_b": None, "study": ", ".join(studies_there),
-               "command": "snakemake --profile profiles/local "
-                          f"results/artifacts/{artifact_file(claim.artifact)}"}
+        row = _row(claim, ", ".join(studies_there), dataset)
         if len({level for level, _, _ in axis}) < 2:
             rows.append({**row, "verdict": "not run", "ours": (
                 f"needs {_spec_text(claim.a)} in studies of {dataset} at two or more "
@@ -397,9 +387,24 @@ def _trend_rows(claim: Claim, config: dict[str, Any], studies: list[str]
                      "verdict": outcome, "replicates": len(replicates_of(ends[0][1], config)),
                      "ours": f"{claim.over} {ends[0][0]:g} vs {ends[1][0]:g}: "
                              + _describe(claim, estimates, quantity),
-                     "quantity": quantity.value, "quantity_low": quantity.interval()[0],
-                     "quantity_high": quantity.interval()[1]})
+                     **_quantity_columns(quantity)})
     return rows
+
+
+def _row(claim: Claim, study: str, dataset: str, paper_a: float | None = None,
+         paper_b: float | None = None) -> dict[str, Any]:
+    """What every evaluated row of ``claims.csv`` opens with: the claim, where it is
+    evaluated, the paper's numbers and the command that rebuilds the claim's artifact."""
+    return {"claim": claim.id, "paper": claim.paper, "statement": claim.statement,
+            "artifact": claim.artifact, "study": study, "paper_dataset": dataset,
+            "metric": claim.metric, "paper_a": paper_a, "paper_b": paper_b,
+            "command": "snakemake --profile profiles/local "
+                       f"results/artifacts/{artifact_file(claim.artifact)}"}
+
+
+def _quantity_columns(quantity: Estimate) -> dict[str, float]:
+    low, high = quantity.interval()
+    return {"quantity": quantity.value, "quantity_low": low, "quantity_high": high}
 
 
 def _trend_attack(study_config: dict[str, Any], claim: Claim) -> str | None:

@@ -13,6 +13,7 @@ from miarepro import io, splits
 from miarepro.artifacts.catalog import paper_value, paper_values
 from miarepro.artifacts.figures import _save, pyplot
 from miarepro.artifacts.model_tables import _write
+from miarepro.artifacts.registry import TRAIN_MINUTES
 from miarepro.artifacts.results import RESULTS, studies_of
 from miarepro.paths import attack_params, model_home, reference_home
 
@@ -107,7 +108,7 @@ def training_costs(name: str, settings: dict[str, Any], config: dict[str, Any],
             measured, at_paper, models = _costs(study, study_config, entry)
             for setting in ("all_targets_known", "per_new_sample"):
                 paper = paper_value(papers, study_config.get("paper_dataset"), paper_attack,
-                                    setting, "train_minutes", study_config.get("paper_model"))
+                                    setting, TRAIN_MINUTES, study_config.get("paper_model"))
                 rows.append({
                     "study": study, "attack": instance, "paper_attack": paper_attack,
                     "setting": setting, "trained": models[setting],
