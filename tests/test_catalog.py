@@ -130,7 +130,7 @@ EXPECTED_ROWS = {
     "IHA-T4": 8 * 3,
     "IHA-T5a": 5 * 5 - 5,  # empty diagonal
     "IHA-T5b": 5 * 5 - 5,
-    "IHA-T6": 4 * 5,
+    "IHA-T6": 4 * 5 + 2,  # and the audit minutes of IHA and LiRA in §4.5.1's text
     "IHA-T7": 4 * 9 - 3,  # IHA (Ours) on MLP-4 is blank
     "IHA-T8": 2 * 6,
     "IHA-T9": 6 * 3,

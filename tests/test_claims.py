@@ -352,12 +352,13 @@ def test_ratio_at_most_verdict(a, expected):
     assert quantity[1].value == pytest.approx(a)
 
 
-@pytest.mark.parametrize("metric", ["gpu_minutes", "train_minutes"])
+@pytest.mark.parametrize("metric", ["gpu_minutes", "train_minutes", "audit_minutes"])
 def test_a_cost_is_spread_by_the_runs_timing_noise(tmp_path, monkeypatch, metric):
     """A cost is the attack's measured minutes (BMIA Table 1's compute, Subpop Table 3's
-    training at the paper's counts); its interval is the relative spread of the study's
-    reference models' training seconds (here 10%), about +-19.6%."""
-    from miarepro.artifacts import builders, subpop_artifacts
+    training and IHA's thousand-record audit at the paper's counts); its interval is the
+    relative spread of the study's reference models' training seconds (here 10%), about
+    +-19.6%."""
+    from miarepro.artifacts import builders, iha_tables, subpop_artifacts
 
     models = tmp_path / "results/studies/s/models/reference"
     models.mkdir(parents=True)
@@ -366,6 +367,7 @@ def test_a_cost_is_spread_by_the_runs_timing_noise(tmp_path, monkeypatch, metric
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(builders, "compute_seconds", lambda *_: 120.0)
     monkeypatch.setattr(subpop_artifacts, "minutes_at_paper_counts", lambda *_: 2.0)
+    monkeypatch.setattr(iha_tables, "audit_minutes", lambda *_: 2.0)
     config = {"studies": {"s": {"attacks": {}}}}
     cost = cl._measure("s", "lira", metric, config)
     assert cost.value == 2.0
@@ -373,3 +375,34 @@ def test_a_cost_is_spread_by_the_runs_timing_noise(tmp_path, monkeypatch, metric
     assert (low, high) == pytest.approx((2.0 * (1 - 0.196), 2.0 * (1 + 0.196)), rel=0.05)
     again = cl._measure("s", "lira", metric, config)
     np.testing.assert_array_equal(cost.draws, again.draws)  # seeded: the same verdict twice
+
+
+def test_an_audit_costs_its_precompute_and_a_thousand_records(tmp_path, monkeypatch):
+    """IHA §4.5.1's cost by hand. LiRA: 4 references of 2 s each scaled to the paper's 127
+    (254 s), plus 1,000 records at 0.5 s of scoring per 100 records: 259 s. IHA: a fit of
+    30 s of which 6 s project the 200 audited gradients, so 24 s of precompute and
+    (2 s / 100 + 6 s / 200) per record: 24 + 50 = 74 s."""
+    from miarepro import io
+    from miarepro.artifacts import iha_tables
+    from miarepro.artifacts import results as res
+
+    monkeypatch.chdir(tmp_path)
+    config = {"split": {"scheme": "balanced"}, "targets": 1, "attacks": {
+        "iha": {"attack": "iha"},
+        "lira": {"attack": "lira", "mode": "online", "n_reference": 4}}}
+    for index in range(4):
+        io.write_json(f"results/studies/s/models/reference/{index}.json",
+                      {"role": "reference", "train_seconds": 2.0, "peak_memory_mb": 1.0})
+    fit = iha_tables._fit_cards(res.RESULTS, "s", config, "iha")[0].removesuffix(".json")
+    io.write_json(fit + ".json", {"fit_seconds": 30.0, "peak_memory_mb": 1.0,
+                                  "info": {"projection_seconds": 6.0}})
+    io.write_arrays(fit + ".npz", audit=np.arange(200))
+    monkeypatch.setattr(res, "audit_size", lambda *_: (50, 50))
+    monkeypatch.setattr(res, "score_seconds", lambda _r, _s, attack: 2.0 if attack == "iha"
+                        else 0.5)
+    monkeypatch.setattr(iha_tables, "_max_rss", lambda _path: 0.0)
+    assert iha_tables.audit_minutes("s", config, "lira") * 60 == pytest.approx(254 + 5)
+    assert iha_tables.audit_minutes("s", config, "iha") * 60 == pytest.approx(24 + 50)
+    costs = iha_tables._costs("s", config, "iha")
+    assert (costs["precompute_seconds"], costs["seconds_per_sample"]) == pytest.approx(
+        (24.0, 0.05))

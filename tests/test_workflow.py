@@ -194,6 +194,10 @@ def test_iha_tables(workflow):
     costs = pd.read_csv(artifacts / "IHA-T6.csv").set_index("attack")
     assert costs.loc["iha", "precompute_seconds"] > 0 == costs.loc["loss", "precompute_seconds"]
     assert costs.loc["iha", "paper_seconds_per_sample"] == pytest.approx(0.16)
+    iha = costs.loc["iha"]  # a thousand-record audit: precompute + 1,000 records
+    assert iha.audit_minutes == pytest.approx(
+        (iha.precompute_seconds + 1000 * iha.seconds_per_sample) / 60, rel=0.01, abs=0.01)
+    assert iha.paper_audit_minutes == 60
 
 
 @pytest.mark.parametrize("edit", [{"eps": 0.1}, {"terms": ["I1", "I2"]}, {"fraction": 0.5},

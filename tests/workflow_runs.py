@@ -148,7 +148,7 @@ TINY = {
         "SM-F13": {"builder": "dp_utility", "studies": ["sm", "sm-dp"]},
         "IHA-T5a": {"builder": "agreement", "studies": ["bal"], "attacks": ["loss", "iha"],
                     "fpr": 0.1},
-        "IHA-T6": {"builder": "attack_costs", "studies": ["bal"],
+        "IHA-T6": {"builder": "attack_costs", "studies": ["bal"], "paper_dataset": "purchase100",
                    "attacks": ["iha", "iha-cg", "loss"]},
     },
 }

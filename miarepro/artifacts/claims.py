@@ -5,8 +5,9 @@
 an ordering the paper's own numbers cannot tell from a tie, so that only a reversal beyond its
 noise contradicts it (``not_below``: "on a par or better", ``a >= b - value``),
 a bound on one attack (``at_least`` / ``at_most``) or on the ratio of two (``ratio_at_least``,
-``ratio_at_most``: with ``metric: gpu_minutes`` or ``train_minutes`` a cost, the minutes
-an attack needs, with the run's timing noise as its interval: :func:`_measure`),
+``ratio_at_most``: with ``metric: gpu_minutes``, ``train_minutes`` or ``audit_minutes`` a
+cost, the minutes an attack needs, with the run's timing noise as its interval:
+:func:`_measure`),
 a value a theorem promises (``equals``: QMIA's FPR = a), a trend of one attack across
 studies (``increases`` / ``decreases`` ``over`` the DP ``epsilon`` or the target's
 ``train_size``: its metric where that value is largest against where it is smallest, two
@@ -52,7 +53,7 @@ import pandas as pd
 from miarepro import io, uncertainty
 from miarepro.artifacts import builders, catalog, regime
 from miarepro.artifacts import results as res
-from miarepro.artifacts.registry import COMPUTE, COSTS
+from miarepro.artifacts.registry import AUDIT_MINUTES, COMPUTE, COSTS
 from miarepro.paths import model_home, replicates_of
 from miarepro.uncertainty import Estimate
 
@@ -439,7 +440,8 @@ def _over_replicates(replicates: list[str], attack: str, metric: str,
 def _measure(study: str, attack: str, metric: str, config: dict[str, Any]) -> Estimate:
     """An attack's metric in one study, or its cost: ``gpu_minutes``, the models, fit and
     scoring it needs, as the paper tables' compute rows count them; ``train_minutes``, Subpop
-    Table 3's training with every target known, at the paper's model counts.
+    Table 3's training with every target known, at the paper's model counts; ``audit_minutes``,
+    IHA's audit of a thousand records, at the paper's reference count.
 
     A cost is timed once; its draws spread it by the run's timing noise, the relative spread
     of the study's reference models' training seconds (the same work, timed apart), drawn
@@ -450,6 +452,10 @@ def _measure(study: str, attack: str, metric: str, config: dict[str, Any]) -> Es
     study_config = config["studies"][study]
     if metric == COMPUTE:
         minutes = builders.compute_seconds(res.RESULTS, study, attack, study_config) / 60
+    elif metric == AUDIT_MINUTES:
+        from miarepro.artifacts import iha_tables
+
+        minutes = iha_tables.audit_minutes(study, study_config, attack)
     else:
         from miarepro.artifacts import subpop_artifacts
 
