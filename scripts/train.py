@@ -3,9 +3,12 @@ from miarepro import logs
 sm = snakemake  # noqa: F821 - injected by Snakemake
 logs.setup(sm)  # first: it caps the threads numpy and torch start
 
-from miarepro import compat, pipeline  # noqa: E402
+from miarepro import pipeline  # noqa: E402
 
-compat.eager_optimizers()  # this process never compiles: skip torch.compile's 1.5 s import
+if sm.params.architecture["arch"] != "catboost":  # CatBoost models never import torch (2 s)
+    from miarepro import compat
+
+    compat.eager_optimizers()  # this process never compiles: skip torch.compile's 1.5 s import
 
 if "tens" in sm.wildcards.keys():  # rule train_tens: models {tens}0 to {tens}9
     prefix = sm.output[0][: -len("0.pt")]

@@ -1,6 +1,9 @@
 """QMIA and its quantile regressor: Theorem 1 on known quantiles, hand cases, separation."""
 
 import dataclasses
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -275,6 +278,25 @@ def test_pinball_metric_is_the_nonmember_mean_with_paired_replicates():
     assert point == pytest.approx(loss[~member].mean())
     replicates = table[table["replicate"] >= 0]["pinball@1%"]
     assert replicates.std() > 0 and replicates.between(loss.min(), loss.max()).all()
+
+
+def test_a_catboost_model_trains_without_importing_torch():
+    """A job training CatBoost targets (QMIA's tabular setting) does not pay torch's 2 s
+    import: the training path, from the pipeline down, never imports it."""
+    code = """
+import sys
+import numpy as np
+from miarepro import pipeline
+rng = np.random.default_rng(0)
+data = {"X": rng.normal(size=(150, 4)).astype(np.float32), "y": rng.integers(0, 2, 150)}
+spec = {"arch": "catboost", "iterations": 10, "depth": 2}
+logits, info, _ = pipeline._train_catboost(data, np.arange(100), np.arange(100, 150), spec,
+                                           2, 0, 1)
+print(logits.shape, "torch" in sys.modules)
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, cwd=Path(__file__).resolve().parents[1])
+    assert result.stdout.split() == ["(1,", "150,", "2)", "False"], result.stdout
 
 
 def test_catboost_targets_round_trip_and_are_deterministic(tmp_path):
