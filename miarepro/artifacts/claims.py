@@ -114,13 +114,14 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
             raise ValueError(f"{where}: kind {kind!r}; known: {list(KINDS)}")
         needs_b = kind in ("greater", "close", "not_below", "ratio_at_least", "ratio_at_most")
         needs_value = kind not in ("greater", "matched_best", *TRENDS)
-        if (kind in TRENDS) != ("over" in entry) or entry.get("over", OVER[0]) not in OVER:
-            raise ValueError(f"{where}: " + (f"over {entry['over']!r}; known: {list(OVER)}"
-                                             if kind in TRENDS and "over" in entry else
-                                             f"kind {kind!r} needs 'over' (one of {list(OVER)})"
-                                             if kind in TRENDS else
-                                             f"kind {kind!r} is not a trend: 'over' is for "
-                                             f"{list(TRENDS)}"))
+        over = entry.get("over")
+        if kind in TRENDS and over is None:
+            raise ValueError(f"{where}: kind {kind!r} needs 'over' (one of {list(OVER)})")
+        if kind in TRENDS and over not in OVER:
+            raise ValueError(f"{where}: over {over!r}; known: {list(OVER)}")
+        if kind not in TRENDS and over is not None:
+            raise ValueError(f"{where}: kind {kind!r} is not a trend: 'over' is for "
+                             f"{list(TRENDS)}")
         if needs_b != ("b" in entry) or needs_value != ("value" in entry):
             raise ValueError(f"{where}: kind {kind!r} needs "
                              + ("a, b" if needs_b else "a") + (" and value" if needs_value else ""))
@@ -141,7 +142,7 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
             id=entry["id"], paper=paper, artifact=entry["artifact"],
             statement=entry["statement"], metric=entry["metric"], kind=kind, a=entry["a"],
             b=entry.get("b"), value=entry.get("value"), datasets=tuple(entry["datasets"]),
-            basis=entry.get("basis", ""), over=entry.get("over", "")))
+            basis=entry.get("basis", ""), over=over or ""))
     return claims
 
 
@@ -381,11 +382,12 @@ def _trend_rows(claim: Claim, config: dict[str, Any], studies: list[str]
                 f"{claim.over} values")})
             continue
         ends = [max(axis), min(axis)]  # (level, study, attack): largest, smallest
-        estimates = [_over_replicates(replicates_of(study, config), attack, claim.metric,
-                                      config) for _, study, attack in ends]
+        replicates = [replicates_of(study, config) for _, study, _ in ends]
+        estimates = [_over_replicates(found, attack, claim.metric, config)
+                     for found, (_, _, attack) in zip(replicates, ends, strict=True)]
         outcome, quantity = verdict(claim, *estimates)
         rows.append({**row, "study": " vs ".join(study for _, study, _ in ends),
-                     "verdict": outcome, "replicates": len(replicates_of(ends[0][1], config)),
+                     "verdict": outcome, "replicates": len(replicates[0]),
                      "ours": f"{claim.over} {ends[0][0]:g} vs {ends[1][0]:g}: "
                              + _describe(claim, estimates, quantity),
                      **_quantity_columns(quantity)})
