@@ -6,17 +6,29 @@ the population set Z. Prints seconds per attack and the process's peak resident 
 
     python benchmarks/attack_scoring.py [--models 64] [--samples 50000] [--classes 100]
 
-``--peer`` also times Carlini et al.'s own LiRA scoring on the same logits and masks: their
-``score.py`` (logit-scaled confidence of each model's logits, in float64) followed by
-``generate_ours`` of their ``plot.py`` (per-sample medians and standard deviations of the IN and
-OUT scores, ``scipy.stats.norm.logpdf``), ported line for line with its array shapes.
+``--peer`` also times the peers on the same logits and masks, and compares each attack's peak
+traced memory (numpy's allocations, by ``tracemalloc``, in a second call) with the peer's:
+
+- LiRA against Carlini et al.'s own scoring: their ``score.py`` (logit-scaled confidence of each
+  model's logits, in float64) followed by ``generate_ours`` of their ``plot.py`` (per-sample
+  medians and standard deviations of the IN and OUT scores, ``scipy.stats.norm.logpdf``),
+  ported line for line with its array shapes;
+- offline RMIA against LeakPro's ``AttackRMIA`` as its ``prepare_attack`` and ``_run_attack``
+  compute it: every model's softmax (torch's, as theirs; numpy's in the traced call, with the
+  same shapes and dtypes), the true label's probability, the OUT models' ``nanmean``, the
+  offline marginal, and for each audited sample the share of ``Z`` whose ratio it exceeds by
+  ``gamma``, one sample at a time.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import resource
 import time
+import tracemalloc
+from collections.abc import Callable
 
 import numpy as np
 
@@ -88,6 +100,70 @@ def carlini_lira(logits: np.ndarray, labels: np.ndarray, keep: np.ndarray,
     return -np.array(prediction)  # their score is member-low
 
 
+def torch_softmax(values: np.ndarray) -> np.ndarray:
+    """LeakPro's ``softmax_logits`` (``leakpro/attacks/utils/utils.py``, temperature 1): torch."""
+    import torch
+
+    values = torch.from_numpy(values)
+    values = (values - values.max(dim=-1, keepdim=True).values).exp()
+    return (values / values.sum(dim=-1, keepdim=True)).numpy()
+
+
+def numpy_softmax(values: np.ndarray) -> np.ndarray:
+    """The same in numpy, whose allocations ``tracemalloc`` sees (torch's it does not)."""
+    values = np.exp(values - values.max(axis=-1, keepdims=True))
+    return values / values.sum(axis=-1, keepdims=True)
+
+
+def leakpro_rmia(logits: np.ndarray, labels: np.ndarray, keep: np.ndarray,
+                 target_logits: np.ndarray, audit: np.ndarray, population: np.ndarray,
+                 softmax: Callable[[np.ndarray], np.ndarray] = torch_softmax,
+                 a: float = 0.3, gamma: float = 1.0) -> np.ndarray:
+    """Offline RMIA as LeakPro's ``AttackRMIA`` computes it (``prepare_attack`` then
+    ``_run_attack``), with our ``a`` and ``gamma``; ``logits`` ``(K, 1, N, C)``. Like theirs it
+    keeps every model's whole softmax, and reads ``Z``'s logits into float64 arrays."""
+    z_labels, n_z = labels[population], len(population)
+
+    def z_logits(model_logits: np.ndarray) -> np.ndarray:  # their _get_z_logits
+        values = np.zeros((n_z, model_logits.shape[-1]))
+        values[:] = model_logits[population]
+        return values
+
+    p_z_theta = softmax(z_logits(target_logits[0]))[np.arange(n_z), z_labels]
+    softmaxes = [softmax(z_logits(model[0])) for model in logits]
+    p_z_models = np.array([values[np.arange(n_z), z_labels] for values in softmaxes])
+    p_z = 0.5 * ((a + 1) * p_z_models.mean(axis=0) + (1 - a))
+    ratio_z = p_z_theta / (p_z + 1e-6)
+    del softmaxes
+    y, n = labels[audit], len(audit)
+    p_x_theta = softmax(target_logits[0][audit])[np.arange(n), y]
+    softmaxes = [softmax(model[0][audit]) for model in logits]
+    p_x_models = np.array([values[np.arange(n), y] for values in softmaxes])
+    p_x_out = np.nanmean(np.where(~keep[:, audit], p_x_models, np.nan), axis=0)
+    ratio_x = p_x_theta / (0.5 * ((a + 1) * p_x_out + (1 - a)) + 1e-6)
+    return np.array([np.mean(ratio_x[i] / ratio_z > gamma) for i in range(n)])
+
+
+def fresh(attack: Callable[..., np.ndarray], ctx: AttackContext,
+          params: dict) -> Callable[[], np.ndarray]:
+    """The attack on a copy of ``ctx`` each call: the context keeps the audit's statistics."""
+    return lambda: attack(dataclasses.replace(ctx), **params)
+
+
+def measure(score: Callable[[], np.ndarray], traced: Callable[[], np.ndarray] | None = None
+            ) -> tuple[np.ndarray, float, float]:
+    """``(scores, seconds, peak traced MiB)``: ``score`` timed in one call, memory traced in a
+    call of ``traced`` (default ``score``: tracing slows allocation)."""
+    start = time.perf_counter()
+    scores = score()
+    seconds = time.perf_counter() - start
+    tracemalloc.start()
+    (traced or score)()
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    return scores, seconds, peak
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=64)
@@ -99,28 +175,40 @@ def main() -> None:
                                                          "rmia-offline"],
                         choices=sorted(ATTACKS))
     parser.add_argument("--peer", action="store_true",
-                        help="also time Carlini et al.'s LiRA code on the same arrays")
+                        help="also time Carlini et al.'s LiRA and LeakPro's RMIA on the same "
+                             "arrays")
     args = parser.parse_args()
+    if args.peer:
+        torch_softmax(np.zeros((1, 2)))  # imports torch before anything is timed
     start = time.perf_counter()
     ctx = random_context(args.models, args.samples, args.classes, args.population, args.queries)
     print(f"context: logits {ctx.reference_logits.shape} float32 "
           f"({ctx.reference_logits.nbytes / 2**30:.2f} GiB), audit {len(ctx.audit)}, "
           f"|Z| {len(ctx.population)}; built in {time.perf_counter() - start:.1f} s")
+    arrays = (ctx.reference_logits, ctx.labels, ctx.reference_masks, ctx.target_logits,
+              ctx.audit)
+    rmia_peer = functools.partial(leakpro_rmia, *arrays, ctx.population)
+    peers = {"lira-online": ("Carlini et al.", functools.partial(carlini_lira, *arrays), None),
+             "rmia-offline": ("LeakPro", rmia_peer,
+                              functools.partial(rmia_peer, softmax=numpy_softmax))}
     for name in args.attacks:
         family, params = ATTACKS[name]
-        start = time.perf_counter()
-        scores = get_attack(family).fn(ctx, **params)
-        elapsed = time.perf_counter() - start
-        assert scores.shape == ctx.audit.shape and np.isfinite(scores).all()
-        print(f"{name:14s} {elapsed:7.2f} s")
-        if name == "lira-online" and args.peer:
+        ours = fresh(get_attack(family).fn, ctx, params)
+        if not (args.peer and name in peers):
             start = time.perf_counter()
-            peer = carlini_lira(ctx.reference_logits, ctx.labels, ctx.reference_masks,
-                                ctx.target_logits, ctx.audit)
-            seconds = time.perf_counter() - start
-            rho = np.corrcoef(np.argsort(np.argsort(peer)), np.argsort(np.argsort(scores)))[0, 1]
-            print(f"{'  Carlini et al.':14s} {seconds:7.2f} s (ours / theirs: "
-                  f"{elapsed / seconds:.2f}; rank correlation of the scores {rho:.3f})")
+            scores = ours()
+            print(f"{name:14s} {time.perf_counter() - start:7.2f} s")
+            assert scores.shape == ctx.audit.shape and np.isfinite(scores).all()
+            continue
+        scores, seconds, memory = measure(ours)
+        assert scores.shape == ctx.audit.shape and np.isfinite(scores).all()
+        print(f"{name:14s} {seconds:7.2f} s, peak traced {memory:7.0f} MiB")
+        peer, run_peer, traced_peer = peers[name]
+        theirs, peer_seconds, peer_memory = measure(run_peer, traced_peer)
+        rho = np.corrcoef(np.argsort(np.argsort(theirs)), np.argsort(np.argsort(scores)))[0, 1]
+        print(f"  {peer:12s} {peer_seconds:7.2f} s, peak traced {peer_memory:7.0f} MiB (ours / "
+              f"theirs: {seconds / peer_seconds:.2f} in time, {memory / peer_memory:.2f} in "
+              f"memory; rank correlation of the scores {rho:.3f})")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(f"peak resident memory: {peak:.2f} GiB")
 

@@ -52,21 +52,33 @@ def logit_confidence(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """``log p_y - log sum_{y' != y} p_{y'}``, computed in log space so it never overflows.
 
     This is LiRA's logit-scaled confidence ``log(p / (1 - p))``; the softmax normaliser cancels,
-    so it equals ``z_y - logsumexp_{y' != y} z_{y'}``.
+    so it equals ``z_y - logsumexp_{y' != y} z_{y'}``. The result is float64; float32 logits
+    stay float32 up to the exponentials (see :func:`logsumexp`).
     """
-    logits = np.asarray(logits, dtype=np.float64)
+    logits = np.asarray(logits)
+    if logits.dtype != np.float32:
+        logits = logits.astype(np.float64, copy=False)
     others = np.where(_others_mask(logits.shape, labels), logits, -np.inf)
-    return _true_class(logits, labels) - _logsumexp(others)
+    return _true_class(logits, labels).astype(np.float64) - logsumexp(others)
 
 
-def _logsumexp(values: np.ndarray) -> np.ndarray:
-    """``log sum exp`` over the last axis, shifted by the maximum so nothing overflows, in
-    place on ``values``: scipy's ``logsumexp`` computes the same, but its checks and copies
-    made it 85% of LiRA's scoring time (64 models x 30,000 samples x 100 classes)."""
+def logsumexp(values: np.ndarray) -> np.ndarray:
+    """``log sum exp`` over the last axis, in float64, shifted by the maximum so nothing
+    overflows; ``values`` is overwritten (a row of ``-inf`` gives ``-inf``).
+
+    The shifted values (all ``<= 0``) are exponentiated in float32 and summed in float64: the
+    result is within about 1e-7 of the float64 computation (below the rounding of float32 logits
+    themselves), and on a CPU without AVX-512 numpy's float32 exponential is 4x faster than its
+    float64 one, which was most of LiRA's and RMIA's scoring time. scipy's ``logsumexp`` computes
+    the same in float64, but its checks and copies made it 85% of LiRA's scoring time (64 models
+    x 30,000 samples x 100 classes).
+    """
     top = values.max(axis=-1, keepdims=True)
+    top[top == -np.inf] = 0.0
     values -= top
-    np.exp(values, out=values)
-    return np.log(values.sum(axis=-1)) + top[..., 0]
+    shifted = values.astype(np.float32, copy=False)
+    np.exp(shifted, out=shifted)
+    return np.log(shifted.sum(axis=-1, dtype=np.float64)) + top[..., 0]
 
 
 def correct(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:

@@ -41,7 +41,7 @@ import numpy as np
 from miarepro import signals
 from miarepro.options import OptionError, check_options, parameters, unknown
 
-_CHUNK_ELEMENTS = 1 << 18  # logits converted to float64 at a time (2 MB: stays in cache)
+_CHUNK_ELEMENTS = 1 << 18  # logits turned into statistics at a time (1-2 MB: stays in cache)
 
 
 class StudyHandle(Protocol):

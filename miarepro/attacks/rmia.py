@@ -24,28 +24,33 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import numpy as np
-from scipy.special import logsumexp
 
 from miarepro.attacks.base import AttackContext, register
 from miarepro.attacks.reference import require_in_references
 from miarepro.options import Range
+from miarepro.signals import logsumexp
 
 
-def _log_mean(log_p: np.ndarray, mask: np.ndarray, axis: int = 0) -> np.ndarray:
-    """``log`` of the mean of ``exp(log_p)`` over the masked entries of ``axis``."""
-    count = mask.sum(axis=axis)
+def _log_mean(log_p: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """``log`` of the mean of ``exp(log_p)`` over the (masked) entries of the first axis.
+
+    numpy's own log-sum-exp: scipy's made 80% of offline RMIA's traced memory (six copies of
+    the ``(K, N)`` array) at 64 models x 30,000 samples.
+    """
+    if mask is None:
+        return logsumexp(np.moveaxis(log_p, 0, -1).copy()) - np.log(len(log_p))
     with np.errstate(divide="ignore"):
-        return logsumexp(np.where(mask, log_p, -np.inf), axis=axis) - np.log(count)
+        return logsumexp(np.moveaxis(np.where(mask, log_p, -np.inf), 0, -1)) \
+            - np.log(mask.sum(axis=0))
 
 
 def _log_ratio(ctx: AttackContext, indices: np.ndarray, mode: str, a: float) -> np.ndarray:
     """``log p(x | theta) - log p(x)`` on ``indices``."""
-    queries = ctx.target_logits.shape[0]
-    log_target = logsumexp(ctx.target_statistic("loss", indices), axis=0) - np.log(queries)
-    log_ref = logsumexp(ctx.reference_statistic("loss", indices), axis=1) - np.log(queries)
+    log_target = _log_mean(ctx.target_statistic("loss", indices))  # over queries
+    log_ref = _log_mean(np.moveaxis(ctx.reference_statistic("loss", indices), 1, 0))
     member = ctx.reference_in(indices)
     if mode == "online":
-        return log_target - _log_mean(log_ref, np.ones_like(member))
+        return log_target - _log_mean(log_ref)
     out = ~member
     # Samples without any OUT model (only with very few models) use the mean over all models.
     out = np.where(out.any(axis=0), out, True)
