@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from workflow_runs import ROOT, SNAKEMAKE, TINY, planned_jobs, planned_wildcards, run
+from workflow_runs import ROOT, SNAKEMAKE, TINY, planned_jobs, run
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,7 @@ def test_editing_one_attack_reruns_only_that_attack_and_its_artifacts(workflow):
     # the leaderboard, Table 1 and the claims read its scores; the ROC and the density
     # figure (which draws attack-p's distribution) read its settings
     assert jobs == {"score": 1, "table": 3, "figure": 2, "index": 1, "all": 1}, jobs
-    (wildcards,) = planned_wildcards(workflow, edited, "score")
+    (wildcards,) = jobs.wildcards("score")
     assert "study=part" in wildcards and "attack=attack-p" in wildcards
 
 
@@ -108,7 +108,7 @@ def test_editing_training_reruns_only_that_study(workflow):
     # its two targets, the Hessian fits of each (exact and CG) and its four attacks
     assert jobs.get("train") == 2 and jobs.get("fit") == 4 and jobs.get("score") == 4, jobs
     assert "dataset" not in jobs and "split" not in jobs
-    assert all("study=bal" in w for w in planned_wildcards(workflow, edited, "train"))
+    assert all("study=bal" in w for w in jobs.wildcards("train"))
 
 
 def test_adding_reference_models_keeps_existing_ones(workflow):
@@ -247,7 +247,7 @@ def test_retraining_another_architecture_reruns_what_uses_its_references(workflo
     # wide's target and the reference models of both repetitions, their Laplace fits, and
     # the three BMIA instances that read them: wide's own two and part's bmia-ref-wide
     assert jobs.get("train") == 3 and jobs.get("fit") == 2 and jobs.get("score") == 3, jobs
-    assert all("study=wide" in w for w in planned_wildcards(workflow, edited, "train"))
+    assert all("study=wide" in w for w in jobs.wildcards("train"))
 
 
 def test_stolen_memories_attacks_share_one_fit_and_calibrate_on_the_hold_out(workflow):

@@ -13,7 +13,6 @@ from workflow_runs import (
     SNAKEMAKE,
     TINY,
     planned_jobs,
-    planned_wildcards,
     run,
     run_with_cache,
 )
@@ -47,8 +46,8 @@ def test_after_kill_9_a_rerun_recomputes_only_the_interrupted_jobs(tmp_path):
     import signal
     import time
 
-    config = copy.deepcopy(TINY)  # one study of seven models is enough to kill mid-flight
-    part = {**config["studies"]["part"], "attacks": {
+    config = copy.deepcopy(TINY)  # one study of six models is enough to kill mid-flight
+    part = {**config["studies"]["part"], "targets": 1, "attacks": {
         "attack-p": {"attack": "marginal", "statistic": "hinge"},
         "lira": {"attack": "lira", "mode": "offline", "n_reference": 5}}}
     config.update(studies={"part": part}, artifacts={"leaderboard": {"builder": "leaderboard"}},
@@ -86,35 +85,16 @@ def test_after_kill_9_a_rerun_recomputes_only_the_interrupted_jobs(tmp_path):
     assert leftovers == [] and (tmp_path / "results/artifacts/index.md").exists()
 
 
-def test_models_and_fits_come_from_the_between_workflow_cache(tmp_path):
+def test_bundled_models_and_fits_come_from_the_between_workflow_cache_as_trained_alone(
+        tmp_path):
     """Snakemake's own cache (`--cache`, `SNAKEMAKE_OUTPUT_CACHE`): a second checkout of the
     same config takes every model and fit from the first one's cache instead of retraining.
-    The cache key covers params, code digests and inputs, so an edit misses it."""
-    config = copy.deepcopy(TINY)
-    part = config["studies"]["part"]
-    part["attacks"] = {k: v for k, v in part["attacks"].items() if k in ("attack-p", "bmia")}
-    config.update(studies={"part": part}, artifacts={"leaderboard": {"builder": "leaderboard"}},
-                  datasets={"tiny": config["datasets"]["tiny"]})
-    outputs = run_with_cache(tmp_path, {"first": config, "second": config})
-    models = sorted((tmp_path / "first" / "results/studies/part/models").rglob("*.pt"))
-    fits = sorted((tmp_path / "first" / "results/studies/part/fits").rglob("*.npz"))
-    assert models and fits
-    for path in models + fits:
-        relative = path.relative_to(tmp_path / "first")
-        assert f"{relative} from cache" in outputs["second"], relative
-        assert (tmp_path / "second" / relative).read_bytes() == path.read_bytes()
-    # every model is its own, not another model of the study with the same recipe and data
-    for path in models:
-        card = yaml.safe_load(path.with_suffix(".json").read_text())
-        assert f"{card['role']}/{card['index']}" == f"{path.parent.name}/{path.stem}", path
-
-
-def test_reference_models_ten_to_a_job_are_the_models_trained_alone(tmp_path):
-    """``ten_per_job: [reference]``: one job makes references 10k to 10k+9, the same models
-    (seeds, weights, signals) as a job each would, and Snakemake's cache keeps the bundle."""
+    With ``ten_per_job: [reference]`` one job makes references 10k to 10k+9, the same models
+    (seeds, weights, signals) as a job each would."""
     config = copy.deepcopy(TINY)
     part = {**config["studies"]["part"], "targets": 1,
-            "attacks": {"lira": {"attack": "lira", "mode": "offline", "n_reference": 11}}}
+            "attacks": {"lira": {"attack": "lira", "mode": "offline", "n_reference": 11},
+                        "bmia": config["studies"]["part"]["attacks"]["bmia"]}}
     del part["regime"]  # its baseline attack is not here
     config.update(studies={"part": part}, artifacts={"leaderboard": {"builder": "leaderboard"}},
                   datasets={"tiny": config["datasets"]["tiny"]})
@@ -126,14 +106,23 @@ def test_reference_models_ten_to_a_job_are_the_models_trained_alone(tmp_path):
     alone = [f"results/studies/part/models/reference/{i}.npy" for i in compared]
     outputs = run_with_cache(tmp_path, {"first": bundled, "second": bundled, "alone": config},
                              targets={"alone": alone})
-    models = tmp_path / "first" / "results/studies/part/models/reference"
-    assert sorted(int(p.stem) for p in models.glob("*.pt")) == list(range(20))
+    study = tmp_path / "first" / "results/studies/part"
+    models, fits = sorted(study.rglob("models/*/*.pt")), sorted(study.rglob("fits/*/*.npz"))
+    assert len(models) == 21 and fits
+    for path in models + fits:
+        relative = path.relative_to(tmp_path / "first")
+        assert f"{relative} from cache" in outputs["second"], relative
+        assert (tmp_path / "second" / relative).read_bytes() == path.read_bytes()
+    # every model is its own, not another model of the study with the same recipe and data
+    for path in models:
+        card = yaml.safe_load(path.with_suffix(".json").read_text())
+        assert f"{card['role']}/{card['index']}" == f"{path.parent.name}/{path.stem}", path
+    references = study / "models/reference"
     for index in compared:
         relative = f"results/studies/part/models/reference/{index}"
-        assert f"{relative}.pt from cache" in outputs["second"], relative
         alone = np.load(tmp_path / "alone" / f"{relative}.npy")
-        np.testing.assert_array_equal(np.load(models / f"{index}.npy"), alone)
-        seed = yaml.safe_load((models / f"{index}.json").read_text())["seed"]
+        np.testing.assert_array_equal(np.load(references / f"{index}.npy"), alone)
+        seed = yaml.safe_load((references / f"{index}.json").read_text())["seed"]
         assert seed == yaml.safe_load((tmp_path / "alone" / f"{relative}.json").read_text()
                                       )["seed"]
     assert not (tmp_path / "alone" / "results/studies/part/models/reference/11.pt").exists()
@@ -198,7 +187,7 @@ def test_replicates_run_for_the_claims_only(tmp_path):
 
     config = copy.deepcopy(TINY)
     config["studies"]["tab"]["replicates"] = 3
-    splits = planned_wildcards(tmp_path, config, "split")
+    splits = planned_jobs(tmp_path, config).wildcards("split")
     assert {"study=tab-r1", "study=tab-r2"} <= set(splits)
     validated = miarepro_config.validate(copy.deepcopy(config))
     read_by = {name: {path.split("/")[2] for path in builders.inputs("results", settings,

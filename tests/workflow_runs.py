@@ -163,18 +163,23 @@ def run(workdir: Path, config: dict, *args: str) -> str:
     return result.stdout + result.stderr
 
 
-def planned_jobs(workdir: Path, config: dict) -> dict[str, int]:
-    """Rule -> number of jobs a dry run would execute."""
-    output = run(workdir, config, "--dry-run")
-    table = output.split("Job stats:")[-1] if "Job stats:" in output else ""
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)
-            if m.group(1) != "total"}
+class Plan(dict):
+    """Rule -> number of jobs a dry run would execute; :meth:`wildcards` lists one rule's jobs
+    from the same dry run."""
+
+    def __init__(self, output: str):
+        table = output.split("Job stats:")[-1] if "Job stats:" in output else ""
+        super().__init__({m.group(1): int(m.group(2))
+                          for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)
+                          if m.group(1) != "total"})
+        self.output = output
+
+    def wildcards(self, rule: str) -> list[str]:
+        return re.findall(rf"rule {rule}:.*?wildcards: ([^\n]+)", self.output, re.S)
 
 
-def planned_wildcards(workdir: Path, config: dict, rule: str) -> list[str]:
-    output = run(workdir, config, "--dry-run")
-    blocks = re.findall(rf"rule {rule}:.*?wildcards: ([^\n]+)", output, re.S)
-    return blocks
+def planned_jobs(workdir: Path, config: dict) -> Plan:
+    return Plan(run(workdir, config, "--dry-run"))
 
 
 def run_with_cache(tmp_path: Path, checkouts: dict[str, dict],
