@@ -12,6 +12,7 @@ from workflow_runs import (
     ROOT,
     SNAKEMAKE,
     TINY,
+    Plan,
     planned_jobs,
     run,
     run_with_cache,
@@ -19,16 +20,13 @@ from workflow_runs import (
 
 
 def test_one_artifact_runs_only_the_jobs_it_needs(tmp_path):
-    output = run(tmp_path, TINY, "--dry-run", "results/artifacts/BMIA-T1.md")
-    table = output.split("Job stats:")[-1]
-    jobs = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)
-            if m.group(1) != "total"}
+    jobs = Plan(run(tmp_path, TINY, "--dry-run", "results/artifacts/BMIA-T1.md"))
     # one dataset, the two targets of study "part" and BMIA's reference model of each, the
     # reference models of study "wide" that bmia-ref-wide uses (and their split), four
     # Laplace fits and QMIA's two (one per target), the five attacks of "part", the table
     assert jobs == {"dataset": 1, "split": 2, "train": 6, "fit": 6, "score": 5,
                     "table": 1}, jobs
-    assert "study=bal" not in output
+    assert "study=bal" not in jobs.output
 
 
 def test_conda_environment_names_no_local_paths():

@@ -161,13 +161,13 @@ def _costs(study: str, study_config: dict[str, Any], attack: str) -> dict[str, f
     members, nonmembers = res.audit_size(RESULTS, study, attack)
     per_record = (res.score_seconds(RESULTS, study, attack) / (members + nonmembers)
                   + (projection / projected if projected else 0.0))
-    fitted = sum(f["fit_seconds"] for f in fits) - projection
     references = [t["train_seconds"] for t in trains if t["role"] == "reference"]
-    others = sum(t["train_seconds"] for t in trains if t["role"] != "reference")
-    at_paper = fitted + others + (np.mean(references) * PAPER_REFERENCES if references else 0.0)
+    own = (sum(f["fit_seconds"] for f in fits) - projection
+           + sum(t["train_seconds"] for t in trains if t["role"] != "reference"))
+    at_paper = own + (np.mean(references) * PAPER_REFERENCES if references else 0.0)
     precompute_mb = max([f["peak_memory_mb"] for f in fits + trains] + [0.0])
     runtime_mb = _max_rss(f"{RESULTS}/benchmarks/{study}/score-{attack}.tsv")
-    return {"precompute_seconds": fitted + others + sum(references),
+    return {"precompute_seconds": own + sum(references),
             "seconds_per_sample": per_record, "precompute_memory_mb": precompute_mb,
             "runtime_memory_mb": runtime_mb, "peak_memory_mb": max(precompute_mb, runtime_mb),
             "audit_seconds": at_paper + AUDIT_RECORDS * per_record}
