@@ -184,10 +184,16 @@ def test_conjugate_gradients_match_the_exact_solver(tiny):
         exact = _iha(tiny, eps=eps)
         approx = _iha(cg, eps=eps, cg_iterations=500, cg_tolerance=1e-12)
         if np.linalg.eigvalsh(_hessian(tiny)).min() + eps > 0:  # CG needs H + eps I > 0
-            np.testing.assert_allclose(approx, exact, rtol=1e-5)
+            _assert_float32_close(approx, exact)
     sif_exact = get_attack("sif").fn(tiny, eps=1.0)
     sif_cg = get_attack("sif").fn(cg, eps=1.0, cg_iterations=500, cg_tolerance=1e-12)
-    np.testing.assert_allclose(sif_cg, sif_exact, rtol=1e-5)
+    _assert_float32_close(sif_cg, sif_exact)
+
+
+def _assert_float32_close(approx, exact):
+    """CG runs in float32, so its error is relative to the scores' scale, not to each score:
+    a score near 0 among scores near 20 may differ by 1e-5 of itself (seen with AVX-512)."""
+    np.testing.assert_allclose(approx, exact, rtol=1e-5, atol=1e-6 * np.abs(exact).max())
 
 
 def _hessian(ctx):
