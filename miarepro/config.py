@@ -161,6 +161,7 @@ def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> N
         check_architecture(study["model"], f"{where}.model")
     except ValueError as error:
         raise ConfigError(f"config key {error}") from None
+    _check_stacked(where, study)
     if (study["model"]["arch"] in IMAGE_ARCHITECTURES
             and not gives_images(config["datasets"][study["dataset"]])):
         raise _fail(f"{where}.model.arch", f"{study['model']['arch']!r} is a convolutional "
@@ -251,6 +252,21 @@ def _check_paper_keys(where: str, study: dict[str, Any]) -> None:
         if setting is not None and setting not in keys.settings[attack]:
             raise _fail(f"{at}.paper_setting", unknown(
                 "setting", setting, keys.settings[attack], f"attack {attack!r} of {owner}"))
+
+
+def _check_stacked(where: str, study: dict[str, Any]) -> None:
+    """``train_stacked`` roles must be bundled (``ten_per_job``) and their models stackable."""
+    from miarepro.models import stacking_obstacle
+
+    if not study["train_stacked"]:
+        return
+    unbundled = sorted(set(study["train_stacked"]) - set(study["ten_per_job"]))
+    if unbundled:
+        raise _fail(f"{where}.train_stacked", f"{unbundled} train one to a job; a stack is the "
+                    "ten models of a ten_per_job role")
+    obstacle = stacking_obstacle(study["model"], study["training"])
+    if obstacle is not None:
+        raise _fail(f"{where}.train_stacked", obstacle)
 
 
 def _check_dp(where: str, study: dict[str, Any], sizes: dict[str, int]) -> None:

@@ -311,6 +311,21 @@ def check_architecture(spec: dict[str, Any], where: str = "model") -> None:
     check_options(ARCHITECTURES[arch], params, where, f"architecture {arch!r}", skip=2)
 
 
+def stacking_obstacle(architecture: dict[str, Any], recipe: dict[str, Any]) -> str | None:
+    """Why :func:`miarepro.training.train_stacked` cannot train models of ``architecture``
+    with ``recipe``, or None if it can: read from the config alone (no torch), so that a
+    config asking for it fails at dry run."""
+    if architecture.get("arch") != "mlp":
+        return f"only MLPs train stacked, not {architecture.get('arch')!r}"
+    if architecture.get("dropout"):
+        return "dropout draws its masks from the global random stream, which a stack shares"
+    if recipe.get("dp") is not None:
+        return "DP-SGD trains one model at a time (opacus)"
+    if recipe.get("augment"):
+        return "augmentation draws from the global random stream, which a stack shares"
+    return None
+
+
 def build_model(spec: dict[str, Any], input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
     """Instantiate ``spec['arch']`` with the remaining keys as its keyword arguments."""
     check_architecture(spec)

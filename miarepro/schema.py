@@ -13,7 +13,7 @@ from miarepro import io
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "config" / "schema.yaml"
 #: What a study with ``models_from`` takes from its source: the models and how they were made.
 INHERITED = ("dataset", "split", "model", "training", "targets", "queries",
-             "ten_per_job")
+             "ten_per_job", "train_stacked")
 
 
 class ConfigError(ValueError):

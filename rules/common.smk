@@ -163,6 +163,12 @@ def fit_runtime(wildcards):
     return resources.get("fit_runtime_min", resources["train_runtime_min"])
 
 
+@stored_signature
+def trained_stacked(wildcards):
+    """Whether a train_tens job trains its ten models as one stack (``train_stacked``)."""
+    return wildcards.role in study_config(wildcards)["train_stacked"]
+
+
 def trained_ten_per_job(bundled: bool) -> str:
     """The study-name pattern of the train_tens jobs (``bundled``): each study whose
     ``ten_per_job`` lists roles, followed by one of them; or of the train jobs: any study,

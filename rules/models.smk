@@ -39,6 +39,8 @@ rule train:
 use rule train as train_tens with:
     params:
         identity="{role}/{tens}x",
+        # trained as one stack (the same weights): the cards' seconds are the stack's tenth
+        stacked=trained_stacked,
     output:
         multiext("results/studies/{study}/models/{role}/{tens}",
                  *(f"{k}{ext}" for k in range(10) for ext in (".pt", ".json", ".npy"))),

@@ -19,4 +19,5 @@ else:
 pipeline.train_several(
     sm.input.dataset, sm.input.split, sm.wildcards.role, models,
     sm.params.architecture, sm.params.recipe, sm.params.queries, threads=sm.threads,
+    stacked=sm.params.get("stacked", False),
 )

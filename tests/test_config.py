@@ -97,6 +97,13 @@ PROBES = [
     (lambda c: bmia(c)["model"].update(widht=[3]), ["model.widht", "did you mean 'widths'"]),
     (lambda c: bmia(c)["model"].update(activation="gelu"), ["model.activation", "'gelu'"]),
     (lambda c: bmia(c)["training"].update(epochs=0), ["training.epochs"]),
+    (lambda c: iha(c).update(train_stacked=["target"]),
+     ["studies.iha-purchase.train_stacked", "['target'] train one to a job"]),
+    (lambda c: c["studies"]["iha-mnist-odd"].update(train_stacked=["reference"]),
+     ["studies.iha-mnist-odd.train_stacked", "only MLPs", "'logistic'"]),
+    (lambda c: iha(c).update(train_stacked=["reference"], training={
+        **iha(c)["training"], "dp": {"epsilon": 8.0, "delta": 1e-5, "max_grad_norm": 1.0}}),
+     ["studies.iha-purchase.train_stacked", "DP-SGD"]),
     (lambda c: bmia(c)["training"].update(optimiser="adam"),
      ["training.optimiser", "did you mean 'optimizer'"]),
     (lambda c: bmia(c)["attacks"]["lira-n8"].update(n_reference=1500),

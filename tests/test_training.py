@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from miarepro.models import build_model
-from miarepro.training import predict_logits, train_model
+from miarepro.training import predict_logits, train_model, train_stacked
 
 
 def _data(n=400, d=20, classes=4, seed=0):
@@ -25,6 +25,60 @@ def test_training_is_deterministic_and_learns():
     assert first.info["test_accuracy"] > 0.5
     other = train_model(X, y, np.arange(200), arch, recipe, 4, seed=8)
     assert not np.array_equal(predict_logits(first.model, X), predict_logits(other.model, X))
+
+
+@pytest.mark.parametrize("arch, recipe", [
+    ({"arch": "mlp", "widths": [16, 8], "activation": "tanh"},  # Nesterov, decay, milestones
+     {"epochs": 4, "lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 1e-3,
+      "batch_size": 24, "milestones": [0.5]}),  # 90 rows: the last batch is short
+    ({"arch": "mlp", "widths": [64, 32]},  # 90 rows: the last batch is one row (a vector)
+     {"epochs": 3, "lr": 0.1, "momentum": 0.9, "nesterov": True, "batch_size": 89}),
+    ({"arch": "mlp", "widths": []}, {"epochs": 3, "optimizer": "adam", "lr": 0.01,
+                                     "weight_decay": 1e-4, "loss": "mse", "batch_size": 32}),
+])
+def test_stacked_models_are_bitwise_the_models_trained_alone(arch, recipe):
+    """Each model of a stack has the weights, accuracies and seed it gets trained alone, on
+    its own rows, not those of a neighbour in the stack."""
+    X, y = _data(classes=2 if recipe.get("loss") == "mse" else 4)
+    rng = np.random.default_rng(1)
+    rows = [np.sort(rng.choice(400, 90, replace=False)) for _ in range(3)]
+    held_out = [np.setdiff1d(np.arange(400), r)[:50] for r in rows]
+    classes = int(y.max()) + 1
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # threads may split a product, and round it, otherwise
+    try:
+        stacked = train_stacked(X, y, rows, arch, recipe, classes, [5, 6, 7], held_out)
+        alone = [train_model(X, y, r, arch, recipe, classes, seed, h)
+                 for r, seed, h in zip(rows, [5, 6, 7], held_out, strict=True)]
+    finally:
+        torch.set_num_threads(threads)
+    for one, two in zip(stacked, alone, strict=True):
+        for (name, a), b in zip(one.model.state_dict().items(),
+                                two.model.state_dict().values(), strict=True):
+            assert torch.equal(a, b), name
+        assert one.info["stacked"] == 3
+        assert {k: one.info[k] for k in ("seed", "n_train", "train_accuracy", "test_accuracy")
+                } == {k: two.info[k] for k in ("seed", "n_train", "train_accuracy",
+                                               "test_accuracy")}
+    assert not torch.equal(stacked[0].model[-1].weight, stacked[1].model[-1].weight)
+
+
+@pytest.mark.parametrize("arch, recipe, reason", [
+    ({"arch": "mlp", "widths": [8], "dropout": 0.5}, {}, "dropout"),
+    ({"arch": "lenet"}, {}, "only MLPs"),
+    ({"arch": "mlp"}, {"dp": {"epsilon": 1.0, "delta": 1e-5, "max_grad_norm": 1.0}}, "DP-SGD"),
+])
+def test_stacking_refuses_what_it_would_train_differently(arch, recipe, reason):
+    X, y = _data()
+    with pytest.raises(ValueError, match=reason):
+        train_stacked(X, y, [np.arange(50)] * 2, arch, {"epochs": 1, **recipe}, 4, [0, 1])
+
+
+def test_stacked_models_need_one_training_set_size():
+    X, y = _data()
+    with pytest.raises(ValueError, match="one training-set size"):
+        train_stacked(X, y, [np.arange(50), np.arange(60)], {"arch": "mlp"}, {"epochs": 1}, 4,
+                      [0, 1])
 
 
 def test_augmented_queries_shape_and_plain_query_first():

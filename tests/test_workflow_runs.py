@@ -7,6 +7,7 @@ import subprocess
 
 import numpy as np
 import pytest
+import torch
 import yaml
 from workflow_runs import (
     ROOT,
@@ -88,7 +89,8 @@ def test_bundled_models_and_fits_come_from_the_between_workflow_cache_as_trained
     """Snakemake's own cache (`--cache`, `SNAKEMAKE_OUTPUT_CACHE`): a second checkout of the
     same config takes every model and fit from the first one's cache instead of retraining.
     With ``ten_per_job: [reference]`` one job makes references 10k to 10k+9, the same models
-    (seeds, weights, signals) as a job each would."""
+    (seeds, weights, signals) as a job each would, here trained as one stack
+    (``train_stacked``): bitwise the same on one thread."""
     config = copy.deepcopy(TINY)
     part = {**config["studies"]["part"], "targets": 1,
             "attacks": {"lira": {"attack": "lira", "mode": "offline", "n_reference": 11},
@@ -96,7 +98,8 @@ def test_bundled_models_and_fits_come_from_the_between_workflow_cache_as_trained
     del part["regime"]  # its baseline attack is not here
     config.update(studies={"part": part}, artifacts={"leaderboard": {"builder": "leaderboard"}},
                   datasets={"tiny": config["datasets"]["tiny"]})
-    bundled = {**config, "studies": {"part": {**part, "ten_per_job": ["reference"]}}}
+    bundled = {**config, "studies": {"part": {**part, "ten_per_job": ["reference"],
+                                              "train_stacked": ["reference"]}}}
     (tmp_path / "first").mkdir()
     jobs = planned_jobs(tmp_path / "first", bundled)
     assert jobs.get("train_tens") == 2 and jobs.get("train") == 1, jobs  # 20 models
@@ -120,9 +123,11 @@ def test_bundled_models_and_fits_come_from_the_between_workflow_cache_as_trained
         relative = f"results/studies/part/models/reference/{index}"
         alone = np.load(tmp_path / "alone" / f"{relative}.npy")
         np.testing.assert_array_equal(np.load(references / f"{index}.npy"), alone)
-        seed = yaml.safe_load((references / f"{index}.json").read_text())["seed"]
-        assert seed == yaml.safe_load((tmp_path / "alone" / f"{relative}.json").read_text()
-                                      )["seed"]
+        card = yaml.safe_load((references / f"{index}.json").read_text())
+        alone_card = yaml.safe_load((tmp_path / "alone" / f"{relative}.json").read_text())
+        assert card["seed"] == alone_card["seed"] and card["stacked"] == 10
+        assert torch.equal(*(torch.load(home / f"{relative}.pt", weights_only=True)["1.weight"]
+                             for home in (tmp_path / "first", tmp_path / "alone")))
     assert not (tmp_path / "alone" / "results/studies/part/models/reference/11.pt").exists()
 
 
