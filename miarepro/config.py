@@ -51,24 +51,36 @@ REPLICATE_SEED_STEP = 1000
 
 
 def _expand_replicates(config: dict[str, Any]) -> None:
-    """Add a study per replicate beyond the first: the same experiment with its split seed and
-    training seed moved by :data:`REPLICATE_SEED_STEP` per replicate, so its split draw, its
-    models and its fits (seeded from the training seed: ``StudyFiles.fit_seed``) are new. Its
-    ``models_from`` and ``reference_study`` point at the same replicate of those studies, and it
-    records ``replicate_of``; artifacts name the first replicate only. The top-level
-    ``replicates`` is every study's least number (``--config replicates=3``)."""
+    """Give every study its ``replicates``: whole runs of the experiment under new seeds.
+
+    A partition study's repetitions already are such runs (target *t* has its own partition,
+    drawn from ``(seed, t)``, its own reference models and its own fits), so its replicates are
+    repetitions: it gets at least that many ``targets``, and the studies auditing its models
+    (``models_from``) take them too. A balanced study's targets share one pool and its
+    reference models, so each replicate beyond the first is a generated copy of the study
+    (``<name>-r<r>``) with its split seed and training seed moved by
+    :data:`REPLICATE_SEED_STEP` per replicate: its split draw, its models and its fits (seeded
+    from the training seed: ``StudyFiles.fit_seed``) are new, its ``models_from`` and
+    ``reference_study`` point at the same replicate of those studies, and it records
+    ``replicate_of``; artifacts name the first replicate only. Repetitions cost no score,
+    split or artifact job of their own. The top-level ``replicates`` is every study's least
+    number (``--config replicates=3``)."""
     studies = config["studies"]
     for study in studies.values():
         study["replicates"] = max(study["replicates"], config["replicates"])
     for name, study in list(studies.items()):
+        # a repetition trains the reference models it takes from another study itself
         sources = ([study["models_from"]] if "models_from" in study else []) + [
             entry["reference_study"] for entry in study["attacks"].values()
-            if "reference_study" in entry]
+            if "reference_study" in entry and study["split"]["scheme"] == "balanced"]
         for source in sources:
             if studies[source]["replicates"] < study["replicates"]:
                 raise _fail(f"studies.{name}.replicates", f"{study['replicates']}, but study "
                             f"{source!r}, whose models it uses, has "
                             f"{studies[source]['replicates']}")
+        if study["split"]["scheme"] == "partition":
+            study["targets"] = max(study["targets"], study["replicates"])
+            continue
         for r in range(1, study["replicates"]):
             copy_name = replicate_name(name, r)
             if copy_name in studies:
@@ -84,6 +96,9 @@ def _expand_replicates(config: dict[str, Any]) -> None:
                 if "reference_study" in entry:
                     entry["reference_study"] = replicate_name(entry["reference_study"], r)
             studies[copy_name] = replica
+    for study in studies.values():  # a study auditing another's models audits all of them
+        if "models_from" in study:
+            study["targets"] = studies[study["models_from"]]["targets"]
 
 
 def _describe(error: jsonschema.ValidationError) -> str:

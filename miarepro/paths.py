@@ -36,8 +36,23 @@ def replicate_name(study: str, replicate: int) -> str:
 
 
 def replicates_of(name: str, config: dict[str, Any]) -> list[str]:
-    """Every replicate of study ``name``, itself first."""
-    return [replicate_name(name, r) for r in range(config["studies"][name].get("replicates", 1))]
+    """Every generated replicate of study ``name``, itself first: a balanced study's copies
+    under new seeds; a partition study replicates as repetitions (its targets), in itself."""
+    study = config["studies"][name]
+    copies = 1 if _partitioned(study) else study.get("replicates", 1)
+    return [replicate_name(name, r) for r in range(copies)]
+
+
+def independent_runs(name: str, config: dict[str, Any]) -> int:
+    """How many independent runs of the experiment study ``name`` holds: its repetitions
+    (targets) for a partition study, its generated replicates for a balanced one, whose
+    targets share a pool and reference models."""
+    study = config["studies"][name]
+    return study.get("targets", 1) if _partitioned(study) else len(replicates_of(name, config))
+
+
+def _partitioned(study: dict[str, Any]) -> bool:
+    return study.get("split", {}).get("scheme") == "partition"
 
 
 def fit_paths(results: str, study_name: str, study: dict[str, Any],

@@ -23,8 +23,11 @@ the attack, so two attacks of one study are resampled identically and their diff
   models and the attack's fits is counted; the two sources above see one trained realisation.
 
 An empirical FPR (``fpr@1%``: the share of non-members that reach an attack's implied ``1 - a``
-quantile, QMIA's Theorem 1) is a binomial proportion: its interval is the exact (Clopper-Pearson)
-one of the flagged non-members counted over every target.
+quantile, QMIA's Theorem 1) is a binomial proportion: with fewer than :data:`MIN_TARGETS`
+targets its interval is the exact (Clopper-Pearson) one of the flagged non-members counted over
+every target; with more, the Student-t interval over targets as for any metric, since each
+repetition's quantile model delivers its own FPR (its training seed moves it more than the
+binomial interval over one model's non-members shows).
 
 A TPR at FPR ``a`` rests on the ``a · n`` non-members above the threshold. With fewer than
 :data:`MIN_EXCEEDANCES` of them (``n < 10 / a``) the number is not reported
@@ -399,11 +402,11 @@ def estimates(table: pd.DataFrame) -> dict[str, Estimate]:
     result = {}
     for name in names:
         value = float(points[name].mean())
-        if name.startswith("fpr@"):  # a proportion of the non-members, counted over targets
+        if len(points) >= MIN_TARGETS:  # repetitions: each target's own value, fits and all
+            draws, method = points[name].to_numpy(float), "targets"
+        elif name.startswith("fpr@"):  # a proportion of the non-members, counted over targets
             count = float(np.round(points[name] * points["n_nonmembers"]).sum())
             draws, method = np.array([count, float(points["n_nonmembers"].sum())]), "binomial"
-        elif len(points) >= MIN_TARGETS:
-            draws, method = points[name].to_numpy(float), "targets"
         else:
             replicates = table[table["replicate"] >= 0].pivot(index="replicate",
                                                                columns="target", values=name)

@@ -1,8 +1,10 @@
 """The claims files and the claim evaluator."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from miarepro import uncertainty
 from miarepro.artifacts import catalog
 from miarepro.artifacts import claims as cl
 from miarepro.uncertainty import Estimate
@@ -270,6 +272,37 @@ def test_a_study_with_replicates_is_judged_over_them(monkeypatch, calibrated, ex
     half = 4.302653 * differences.std(ddof=1) / np.sqrt(3)
     assert row["replicates"] == 3 and row["verdict"] == expected
     assert row["quantity"] == pytest.approx(differences.mean())
+    assert (row["quantity_low"], row["quantity_high"]) == pytest.approx(
+        (differences.mean() - half, differences.mean() + half), abs=1e-6)
+
+
+def test_a_partition_study_is_judged_over_its_repetitions(monkeypatch):
+    """SM-C13 on a partition study of 3 targets, each a repetition with its own partition,
+    reference models and fits: the interval is Student-t over the repetitions' paired
+    differences, read from the metric tables as the score jobs write them, and the row says
+    it rests on 3 replicates."""
+    from miarepro.artifacts import results
+
+    rng = np.random.default_rng(0)
+    member = np.repeat([True, False], 100)
+    frames = []
+    for target, shift in enumerate([0.8, 0.3, 1.2]):  # each repetition calibrates its own way
+        score = rng.normal(member * 0.5, 1.0)
+        frames.append(pd.DataFrame({
+            "sample": np.arange(200), "target": target, "member": member, "score": score,
+            "decision": score > 0.25, "decision@cal99": score > 0.25 + shift}))
+    table = uncertainty.metric_table(pd.concat(frames), [0.01], seed=0, n_boot=200)
+    monkeypatch.setattr(results, "attack_estimates",
+                        lambda _results, _study, _attack: uncertainty.estimates(table))
+    study = {"paper": "stolen-memories", "paper_dataset": "breast_cancer", "targets": 3,
+             "split": {"scheme": "partition"},
+             "attacks": {"general-wb": {"attack": "general_wb", "paper_attack": "general_wb"}}}
+    row = cl.evaluate({"artifacts": {}, "studies": {"bcw": study}}, ["bcw"]
+                      ).set_index("claim").loc["SM-C13"]
+    points = table.query("replicate < 0").sort_values("target")
+    differences = (points["precision@cal99"] - points["precision"]).to_numpy()
+    half = 4.302653 * differences.std(ddof=1) / np.sqrt(3)
+    assert row["replicates"] == 3
     assert (row["quantity_low"], row["quantity_high"]) == pytest.approx(
         (differences.mean() - half, differences.mean() + half), abs=1e-6)
 

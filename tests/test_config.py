@@ -289,23 +289,55 @@ def test_white_box_attacks_are_refused_on_catboost_targets(default, monkeypatch)
         cfg.validate(broken)
 
 
-def test_replicates_are_the_study_under_new_seeds_with_their_sources_replicates(default):
+def test_balanced_replicates_are_the_study_under_new_seeds_with_their_sources_replicates(
+        default):
+    """A balanced study's targets share its pool and reference models: each replicate is a
+    generated copy under new seeds, taking its reference models from the same replicate of
+    the study that trains them."""
     config = copy.deepcopy(default)
-    for name in ("bmia-mnist", "bmia-mnist-ood", "bmia-mnist-mlp", "bmia-mnist-wide"):
-        config["studies"][name]["replicates"] = 3
+    config["studies"]["subpop-mnist"]["replicates"] = 3
+    mnist = config["studies"]["iha-mnist"]
+    mnist["replicates"] = 3
+    mnist["attacks"]["lira-cross"] = {**mnist["attacks"]["lira-online"], "label": "cross",
+                                      "reference_study": "iha-mnist-odd"}
+    config["studies"]["iha-mnist-odd"].update(replicates=3, dataset="mnist-subset")
     studies = cfg.validate(config)["studies"]
-    first, third = studies["bmia-mnist"], studies["bmia-mnist-r2"]
-    assert paths.replicates_of("bmia-mnist", config) == ["bmia-mnist", "bmia-mnist-r1",
-                                                       "bmia-mnist-r2"]
-    assert third["replicate_of"] == "bmia-mnist" and "replicate_of" not in first
+    first, third = studies["subpop-mnist"], studies["subpop-mnist-r2"]
+    assert paths.replicates_of("subpop-mnist", config) == ["subpop-mnist", "subpop-mnist-r1",
+                                                         "subpop-mnist-r2"]
+    assert paths.independent_runs("subpop-mnist", config) == 3
+    assert third["replicate_of"] == "subpop-mnist" and "replicate_of" not in first
     assert third["split"]["seed"] == first["split"]["seed"] + 2 * cfg.REPLICATE_SEED_STEP
     assert third["training"]["seed"] == first["training"]["seed"] + 2 * cfg.REPLICATE_SEED_STEP
-    assert {k: v for k, v in third.items() if k not in ("split", "training", "replicate_of",
-                                                         "attacks")} == {
-        k: v for k, v in first.items() if k not in ("split", "training", "attacks")}
-    assert third["attacks"]["bmia-ref-mlp"]["reference_study"] == "bmia-mnist-mlp-r2"
-    assert studies["bmia-mnist-ood-r1"]["models_from"] == "bmia-mnist-r1"
-    assert paths.replicates_of("iha-mnist", config) == ["iha-mnist"]  # one by default
+    assert {k: v for k, v in third.items() if k not in ("split", "training", "replicate_of")
+            } == {k: v for k, v in first.items() if k not in ("split", "training")}
+    assert third["targets"] == first["targets"] == 1
+    assert studies["iha-mnist-r1"]["attacks"]["lira-cross"]["reference_study"] == (
+        "iha-mnist-odd-r1")
+    assert paths.replicates_of("iha-purchase", config) == ["iha-purchase"]  # one by default
+    assert paths.independent_runs("iha-purchase", config) == 1  # its 2 targets share a pool
+
+
+def test_partition_replicates_are_repetitions_of_the_study(default):
+    """A partition study's target *t* has its own partition, reference models and fits: its
+    replicates are repetitions (targets), generated copies of nothing, and the studies that
+    audit its models audit every repetition."""
+    config = copy.deepcopy(default)
+    config["studies"]["bmia-mnist"]["replicates"] = 3
+    config["studies"]["sm-digits"]["replicates"] = 3  # already two targets: one more
+    config["studies"]["sm-bcw"].update(replicates=3, targets=5)  # already more: kept
+    studies = cfg.validate(config)["studies"]
+    assert not [name for name, study in studies.items() if "replicate_of" in study]
+    assert studies["bmia-mnist"]["targets"] == studies["bmia-mnist-ood"]["targets"] == 3
+    assert studies["qmia-grid-lenet"]["targets"] == 3  # audits bmia-mnist's models
+    assert (studies["sm-digits"]["targets"], studies["sm-bcw"]["targets"]) == (3, 5)
+    assert paths.replicates_of("bmia-mnist", config) == ["bmia-mnist"]
+    assert paths.independent_runs("bmia-mnist", config) == 3
+    assert paths.independent_runs("sm-bcw", config) == 5
+    assert studies["bmia-mnist-mlp"]["targets"] == 1  # asked for nothing: bmia-mnist's
+    # repetitions take their references of its architecture from it all the same (BMIA Fig. 4)
+    assert studies["bmia-mnist"]["attacks"]["bmia-ref-mlp"]["reference_study"] == (
+        "bmia-mnist-mlp")
 
 
 def test_top_level_replicates_are_every_studys_least(default):
@@ -316,10 +348,12 @@ def test_top_level_replicates_are_every_studys_least(default):
     config["studies"]["iha-mnist"]["replicates"] = 4
     studies = cfg.validate(config)["studies"]
     originals = [name for name, study in studies.items() if "replicate_of" not in study]
-    assert len(studies) == 3 * len(originals) + 1
-    assert paths.replicates_of("bmia-mnist-ood", config)[-1] == "bmia-mnist-ood-r2"
-    assert studies["bmia-mnist-ood-r2"]["models_from"] == "bmia-mnist-r2"
+    assert all(paths.independent_runs(name, config) >= 3 for name in originals)
+    assert paths.independent_runs("iha-mnist", config) == 4
+    balanced = [name for name in originals if studies[name]["split"]["scheme"] == "balanced"]
+    assert len(studies) == len(originals) + 2 * len(balanced) + 1
     assert paths.replicates_of("iha-mnist", config)[-1] == "iha-mnist-r3"
+    assert studies["bmia-mnist-ood"]["targets"] == 3
     assert cfg.validate(copy.deepcopy(default))["replicates"] == 1
 
 

@@ -240,3 +240,23 @@ def test_empirical_fprs_pool_the_flagged_non_members_of_every_target():
     np.testing.assert_array_equal(estimate.draws, [5, 400])
     assert estimate.value == pytest.approx(5 / 400)
     assert u.percent_scale("fpr@1%") == 100.0
+
+
+def test_empirical_fprs_of_three_repetitions_are_judged_over_them():
+    """From three targets on, each a repetition with a quantile model of its own, an empirical
+    FPR's interval is Student-t over the targets' own FPRs, as any metric's: pooling their
+    non-members would hide how far one model's training seed moves the FPR it delivers."""
+    frame = scores_frame(3, n=400)
+    nonmember = ~frame["member"].to_numpy()
+    flagged = np.zeros(len(frame), dtype=bool)
+    per_target = [2, 6, 12]  # of each target's 200 non-members
+    for target, count in enumerate(per_target):
+        rows = np.flatnonzero(nonmember & (frame["target"] == target).to_numpy())
+        flagged[rows[:count]] = True
+    frame["fpr@1%"] = flagged
+    estimate = u.estimates(u.metric_table(frame, (0.1,), seed=0, n_boot=100))["fpr@1%"]
+    shares = np.array(per_target) / 200
+    assert estimate.method == "targets"
+    np.testing.assert_allclose(estimate.draws, shares)
+    half = 4.302653 * shares.std(ddof=1) / np.sqrt(3)
+    assert estimate.interval() == pytest.approx((shares.mean() - half, shares.mean() + half))

@@ -55,11 +55,13 @@ def test_outputs_exist_with_expected_content(workflow):
                                     "QMIA-C11"])
     assert set(claims.loc[~checked, "verdict"]) == {"not run"}
     assert "not run" not in set(claims.loc[checked, "verdict"]) and checked.sum() == 6
-    # the Stolen Memories study runs twice: its claim rests on both replicates, the others on one
+    # the Stolen Memories study runs twice (two repetitions) and the BMIA study has two
+    # targets, each a repetition: their claims rest on both; QMIA's study on one
     assert claims.loc[claims["claim"] == "SM-C1", "replicates"].tolist() == [2]
-    assert claims.loc[claims["claim"] == "BMIA-C11", "replicates"].tolist() == [1]
-    first, second = (yaml.safe_load((results / f"studies/{study}/models/target/0.json")
-                                    .read_text()) for study in ("sm", "sm-r1"))
+    assert claims.loc[claims["claim"] == "BMIA-C11", "replicates"].tolist() == [2]
+    assert set(claims.loc[claims["study"] == "tab", "replicates"].dropna()) == {1}
+    first, second = (yaml.safe_load((results / f"studies/sm/models/target/{target}.json")
+                                    .read_text()) for target in (0, 1))
     assert first["seed"] != second["seed"]
     assert first["train_indices_sha256"] != second["train_indices_sha256"]  # its own split
     assert "claims.md" in (results / "artifacts/index.md").read_text()
@@ -153,8 +155,8 @@ def test_editing_the_fpr_grid_reruns_scoring_only(workflow):
     edited = copy.deepcopy(TINY)
     edited["metrics"]["fprs"] = [0.01, 0.05, 0.1]
     jobs = planned_jobs(workflow, edited)
-    n_attacks = sum(len(study["attacks"]) * study.get("replicates", 1)
-                    for study in TINY["studies"].values())
+    n_attacks = sum(len(study["attacks"]) for study in TINY["studies"].values())  # the
+    # partition study's replicates are repetitions: one score job scores them all
     assert jobs.get("score") == n_attacks and "fit" not in jobs and "train" not in jobs, jobs
 
 
@@ -261,12 +263,13 @@ def test_stolen_memories_attacks_share_one_fit_and_calibrate_on_the_hold_out(wor
     loss = pd.read_parquet(results / "studies/part/scores/attack-p.parquet")
     assert "decision" not in loss.columns  # a ranking only: no decision rule
     sweep = pd.read_csv(results / "artifacts/SM-F6.csv")
-    assert sweep["setting"].tolist() == ["n_D=0, n_M=0", "n_D=2, n_M=0"]
+    assert [list(group) for _, group in sweep.groupby("target")["setting"]] == [
+        ["n_D=0, n_M=0", "n_D=2, n_M=0"]] * 2  # two repetitions
     utility = pd.read_csv(results / "artifacts/SM-F13.csv").set_index("study")
     card = yaml.safe_load((results / "studies/sm-dp/models/target/0.json").read_text())
     assert utility.loc["sm-dp", "epsilon"] == pytest.approx(card["dp_epsilon"])
     assert 3.9 < card["dp_epsilon"] <= 4.0 and card["dp_noise_multiplier"] > 0
-    assert np.isinf(utility.loc["sm", "epsilon"])
+    assert np.isinf(utility.loc[["sm"], "epsilon"]).all()  # a row per repetition
     for name in ("SM-F1a", "SM-F2", "SM-F5", "SM-F8"):
         assert (results / f"artifacts/{name}.png").stat().st_size > 0
 

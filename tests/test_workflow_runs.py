@@ -183,22 +183,34 @@ def test_a_bad_config_fails_the_dry_run_naming_the_key(tmp_path, write, message)
 
 
 def test_replicates_run_for_the_claims_only(tmp_path):
-    """A study run as 3 replicates adds its two copies' splits, models, fits and scores, read by
-    the claims alone: tables and figures show the first replicate."""
+    """A balanced study run as 3 replicates adds its two copies' splits, models, fits and
+    scores, read by the claims alone: tables and figures show the first replicate. A
+    partition study's replicates are repetitions: more targets, no job of its own to score or
+    split them."""
     from miarepro import config as miarepro_config
     from miarepro.artifacts import builders
 
+    for folder in ("plain", "replicated"):
+        (tmp_path / folder).mkdir()
     config = copy.deepcopy(TINY)
+    config["studies"]["bal"]["replicates"] = 3
+    plain = planned_jobs(tmp_path / "plain", copy.deepcopy(TINY))
     config["studies"]["tab"]["replicates"] = 3
-    splits = planned_jobs(tmp_path, config).wildcards("split")
-    assert {"study=tab-r1", "study=tab-r2"} <= set(splits)
+    replicated = planned_jobs(tmp_path / "replicated", config)
+    assert {"study=bal-r1", "study=bal-r2"} <= set(replicated.wildcards("split"))
+    assert not [s for s in replicated.wildcards("split") if s.startswith("study=tab-")]
+    # tab: a regressor and a target more; bal: both copies of its 4 scores and its split
+    assert replicated.get("split") - plain.get("split") == 2
+    assert replicated.get("score") - plain.get("score") == 2 * len(
+        TINY["studies"]["bal"]["attacks"])
     validated = miarepro_config.validate(copy.deepcopy(config))
+    assert validated["studies"]["tab"]["targets"] == 3
     read_by = {name: {path.split("/")[2] for path in builders.inputs("results", settings,
                                                                      validated)
                       if path.startswith("results/studies/")}
                for name, settings in validated["artifacts"].items()}
-    assert {"tab", "tab-r1", "tab-r2"} <= read_by["claims"]
-    assert not any({"tab-r1", "tab-r2"} & studies for name, studies in read_by.items()
+    assert {"bal", "bal-r1", "bal-r2", "tab"} <= read_by["claims"]
+    assert not any({"bal-r1", "bal-r2"} & studies for name, studies in read_by.items()
                    if name != "claims")
 
 

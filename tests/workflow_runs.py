@@ -99,7 +99,7 @@ TINY = {
         },
         "sm": {  # Stolen Memories: white-box attacks sharing one fit, decisions calibrated
             "paper": "stolen-memories", "paper_dataset": "synthetic", "dataset": "tiny-gauss",
-            "replicates": 2,  # the claims' intervals over two runs of the whole study
+            "replicates": 2,  # two runs of the whole study: two repetitions of the split
             "split": {"scheme": "partition", "seed": 0,
                       "fractions": {"target_train": 0.25, "target_test": 0.25,
                                     "reference_pool": 0.5}},

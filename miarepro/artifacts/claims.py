@@ -23,9 +23,10 @@ The paper's own numbers come from ``paper_values.csv``; nothing is typed in twic
 A claim is evaluated on every study of its paper whose ``paper_dataset`` it lists. The compared
 quantity (difference, value or ratio) gets the 95% interval of :mod:`miarepro.uncertainty`,
 paired across the two attacks: over the study's replicates where it runs several (a Student-t
-interval of replicate-level differences, which holds the variance of training), else over its
-targets or audited records (one trained realisation). ``claims.csv`` says how many replicates
-each row rests on. The verdicts form a closed vocabulary (:data:`VERDICTS`):
+interval of replicate-level differences, which holds the variance of training: a partition
+study's repetitions, a balanced study's generated copies), else over its audited records (one
+trained realisation). ``claims.csv`` says how many replicates each row rests on. The verdicts
+form a closed vocabulary (:data:`VERDICTS`):
 
 - **holds**: the whole interval lies on the claimed side (an ``equals`` claim: it contains
   the promised value, so the audit cannot tell them apart);
@@ -54,7 +55,7 @@ from miarepro import io, uncertainty
 from miarepro.artifacts import builders, catalog, regime
 from miarepro.artifacts import results as res
 from miarepro.artifacts.registry import AUDIT_MINUTES, COMPUTE, COSTS
-from miarepro.paths import model_home, replicates_of
+from miarepro.paths import independent_runs, model_home, replicates_of
 from miarepro.uncertainty import Estimate
 
 CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
@@ -344,7 +345,7 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                                         estimates[1] if len(estimates) > 1 else None)
             rival = (f"; strongest rival: {study_config['attacks'][names[1]].get('label')}"
                      if claim.kind == "matched_best" else "")
-            rows.append({**row, "verdict": outcome, "replicates": len(replicates),
+            rows.append({**row, "verdict": outcome, "replicates": independent_runs(study, config),
                          "ours": _describe(claim, estimates, quantity) + rival,
                          **_quantity_columns(quantity)})
     papers = dict.fromkeys(config["studies"][study]["paper"] for study in studies)
@@ -387,7 +388,8 @@ def _trend_rows(claim: Claim, config: dict[str, Any], studies: list[str]
                      for found, (_, _, attack) in zip(replicates, ends, strict=True)]
         outcome, quantity = verdict(claim, *estimates)
         rows.append({**row, "study": " vs ".join(study for _, study, _ in ends),
-                     "verdict": outcome, "replicates": len(replicates[0]),
+                     "verdict": outcome, "replicates": min(
+                         independent_runs(study, config) for _, study, _ in ends),
                      "ours": f"{claim.over} {ends[0][0]:g} vs {ends[1][0]:g}: "
                              + _describe(claim, estimates, quantity),
                      **_quantity_columns(quantity)})

@@ -7,6 +7,7 @@ from typing import Any
 from miarepro import io
 from miarepro.artifacts.builders import BUILDERS
 from miarepro.artifacts.results import studies_of
+from miarepro.paths import independent_runs
 
 
 def status(artifact_id: str, entry: dict[str, Any], config: dict[str, Any]) -> str:
@@ -47,8 +48,9 @@ def deviation_lines(config: dict[str, Any]) -> list[str]:
             continue
         stands = study.get("paper_dataset")
         listed = [f"- {d}" for d in study["deviations"]] or ["- none"]
-        runs = (f"; run as {study['replicates']} replicates (claims' intervals are over them)"
-                if study.get("replicates", 1) > 1 else "")
+        count = independent_runs(name, config)
+        runs = (f"; run as {count} replicates (claims' intervals are over them)"
+                if count > 1 else "")
         lines += [f"## {name}", "", f"{study['paper']}" + (f", for {stands}" if stands else "")
                   + runs, "", *listed, ""]
     for name, settings in config["artifacts"].items():
