@@ -35,6 +35,7 @@ def test_an_interrupted_write_leaves_nothing_and_orphans_are_removed(tmp_path):
 
 @pytest.mark.parametrize(("name", "write", "read"), [
     ("split.npz", lambda p: io.write_arrays(p, a=np.arange(1000)), io.read_arrays),
+    ("fit.npz", lambda p: io.write_arrays(p, a=np.arange(1000)), io.LazyArrays),
     ("signals.npy", lambda p: io.write_array(p, np.ones((1, 100, 10))), io.read_array),
     ("scores.parquet", lambda p: io.write_table(
         p, __import__("pandas").DataFrame({"a": range(1000)})), io.read_table),
@@ -114,3 +115,21 @@ def test_split_and_score_jobs_read_labels_without_the_features(tmp_path):
     _split_and_score_peak(tmp_path / "warm", 8)  # the first call imports pandas, pyarrow, ...
     small, large = (_split_and_score_peak(tmp_path, f) for f in (8, 50_000))
     assert large < small + 2 * 2**20, (small, large)
+
+
+def test_a_fit_is_read_array_by_array_as_an_attack_uses_it(tmp_path):
+    """A score job reads the fit arrays its attack uses, equal to reading the file whole, and
+    the time it spent reading them (which an attack's timing leaves out)."""
+    import tracemalloc
+
+    path = tmp_path / "fit.npz"
+    io.write_arrays(path, small=np.arange(3.0), large=np.ones((1000, 1000)))
+    tracemalloc.start()
+    fit = io.LazyArrays(path)
+    np.testing.assert_array_equal(fit["small"], np.arange(3.0))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 2**20  # the 8 MB array stays on disk
+    assert sorted(fit) == ["large", "small"] and "large" in fit and len(fit) == 2
+    assert fit.get("absent") is None and fit.read_seconds > 0
+    np.testing.assert_array_equal(fit["large"], io.read_arrays(path)["large"])
