@@ -68,18 +68,22 @@ def _expand_replicates(config: dict[str, Any]) -> None:
     studies = config["studies"]
     for study in studies.values():
         study["replicates"] = max(study["replicates"], config["replicates"])
+        if study["split"]["scheme"] == "partition" and "models_from" not in study:
+            study["targets"] = max(study["targets"], study["replicates"])
     for name, study in list(studies.items()):
-        # a repetition trains the reference models it takes from another study itself
+        partition = study["split"]["scheme"] == "partition"
         sources = ([study["models_from"]] if "models_from" in study else []) + [
             entry["reference_study"] for entry in study["attacks"].values()
-            if "reference_study" in entry and study["split"]["scheme"] == "balanced"]
-        for source in sources:
-            if studies[source]["replicates"] < study["replicates"]:
+            if "reference_study" in entry and not partition]  # a repetition trains the
+        for source in sources:  # reference models it takes from another study itself
+            runs = studies[source]["targets" if partition else "replicates"]
+            if runs < study["replicates"]:
                 raise _fail(f"studies.{name}.replicates", f"{study['replicates']}, but study "
-                            f"{source!r}, whose models it uses, has "
-                            f"{studies[source]['replicates']}")
-        if study["split"]["scheme"] == "partition":
-            study["targets"] = max(study["targets"], study["replicates"])
+                            f"{source!r}, whose models it uses, has {runs} "
+                            + ("repetitions (targets)" if partition else "replicates"))
+        if "models_from" in study:  # it audits every repetition of those models
+            study["targets"] = studies[study["models_from"]]["targets"]
+        if partition:
             continue
         for r in range(1, study["replicates"]):
             copy_name = replicate_name(name, r)
@@ -96,9 +100,6 @@ def _expand_replicates(config: dict[str, Any]) -> None:
                 if "reference_study" in entry:
                     entry["reference_study"] = replicate_name(entry["reference_study"], r)
             studies[copy_name] = replica
-    for study in studies.values():  # a study auditing another's models audits all of them
-        if "models_from" in study:
-            study["targets"] = studies[study["models_from"]]["targets"]
 
 
 def _describe(error: jsonschema.ValidationError) -> str:

@@ -334,6 +334,10 @@ def test_partition_replicates_are_repetitions_of_the_study(default):
     assert paths.replicates_of("bmia-mnist", config) == ["bmia-mnist"]
     assert paths.independent_runs("bmia-mnist", config) == 3
     assert paths.independent_runs("sm-bcw", config) == 5
+    config = copy.deepcopy(default)  # a source with as many repetitions needs no replicates
+    config["studies"]["bmia-mnist"]["targets"] = 3
+    config["studies"]["bmia-mnist-ood"]["replicates"] = 3
+    assert cfg.validate(config)["studies"]["bmia-mnist-ood"]["targets"] == 3
     assert studies["bmia-mnist-mlp"]["targets"] == 1  # asked for nothing: bmia-mnist's
     # repetitions take their references of its architecture from it all the same (BMIA Fig. 4)
     assert studies["bmia-mnist"]["attacks"]["bmia-ref-mlp"]["reference_study"] == (
@@ -360,7 +364,8 @@ def test_top_level_replicates_are_every_studys_least(default):
 @pytest.mark.parametrize(("edit", "words"), [
     (lambda c: c.update(replicates=0), ["config key replicates"]),
     (lambda c: c["studies"]["bmia-mnist-ood"].update(replicates=2),
-     ["studies.bmia-mnist-ood.replicates", "study 'bmia-mnist', whose models it uses, has 1"]),
+     ["studies.bmia-mnist-ood.replicates",
+      "study 'bmia-mnist', whose models it uses, has 1 repetitions (targets)"]),
     (lambda c: (c["studies"]["iha-mnist"].update(replicates=2), c["studies"].update(
         {"iha-mnist-r1": copy.deepcopy(c["studies"]["iha-mnist-odd"])})),
      ["studies.iha-mnist-r1", "replicate 1 of study 'iha-mnist'"]),
