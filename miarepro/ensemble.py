@@ -31,7 +31,7 @@ import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from miarepro.training import DEFAULT_RECIPE, make_optimizer, per_sample_loss
+from miarepro.training import DEFAULT_RECIPE, make_optimizer, make_schedule, per_sample_loss
 
 
 class Ensemble:
@@ -99,8 +99,7 @@ def train_ensemble(build: Callable[[], nn.Module], inputs: torch.Tensor, labels:
     params, buffers = stack_module_state(models)
     ensemble = Ensemble(copy.deepcopy(models[0]), params, buffers)
     optimizer = make_optimizer(list(params.values()), recipe)
-    milestones = sorted({round(f * int(recipe["epochs"])) for f in recipe["milestones"]})
-    schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones, recipe["gamma"])
+    schedule = make_schedule(optimizer, recipe)
     private = _PrivateSteps(ensemble, recipe, n_rows, seed) if recipe.get("dp") else None
     for _ in range(int(recipe["epochs"])):
         ensemble.base.train()

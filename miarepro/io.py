@@ -96,9 +96,17 @@ def read_arrays(path: str | os.PathLike[str],
                 keys: Iterable[str] | None = None) -> dict[str, np.ndarray]:
     """The arrays of an ``.npz`` file, or only ``keys``: the others are never read (a job that
     needs a dataset's labels does not load its images: ImageNet's are 63 GB)."""
+    with _open_npz(path) as data:
+        return {key: data[key] for key in (data.files if keys is None else keys)}
+
+
+@contextlib.contextmanager
+def _open_npz(path: str | os.PathLike[str]) -> Iterator[Any]:
+    """An ``.npz`` file opened without pickles; a damaged one (there or in a member read from
+    it) fails with its path and the command that remakes it."""
     try:
         with np.load(path, allow_pickle=False) as data:
-            return {key: data[key] for key in (data.files if keys is None else keys)}
+            yield data
     except (ValueError, EOFError, OSError, zipfile.BadZipFile) as error:
         if isinstance(error, FileNotFoundError):
             raise
@@ -113,7 +121,8 @@ class LazyArrays(Mapping[str, np.ndarray]):
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = path
-        self._keys = _npz_keys(path)
+        with _open_npz(path) as data:
+            self._keys = list(data.files)
         self._read: dict[str, np.ndarray] = {}
         self.read_seconds = 0.0
 
@@ -131,16 +140,6 @@ class LazyArrays(Mapping[str, np.ndarray]):
 
     def __len__(self) -> int:
         return len(self._keys)
-
-
-def _npz_keys(path: str | os.PathLike[str]) -> list[str]:
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return list(data.files)
-    except (ValueError, EOFError, OSError, zipfile.BadZipFile) as error:
-        if isinstance(error, FileNotFoundError):
-            raise
-        raise _corrupt(path, error) from error
 
 
 def write_array(path: str | os.PathLike[str], array: np.ndarray) -> None:

@@ -85,9 +85,7 @@ def train_model(
     dev = device()
     model = build_model(architecture, X.shape[1:], n_classes).to(dev)
     optimizer = make_optimizer([p for p in model.parameters() if p.requires_grad], recipe)
-    epochs = int(recipe["epochs"])
-    milestones = sorted({round(f * epochs) for f in recipe["milestones"]})
-    schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones, recipe["gamma"])
+    schedule = make_schedule(optimizer, recipe)
     inputs = torch.as_tensor(X[train_indices], device=dev)
     labels = torch.as_tensor(y[train_indices], device=dev)
     start = time.perf_counter()
@@ -97,9 +95,16 @@ def train_model(
     else:
         spent = _train_private(model, architecture, optimizer, schedule, inputs, labels, recipe,
                                generator, seed)
-    seconds = time.perf_counter() - start
+    return _trained(model, X, y, train_indices, eval_indices, seed,
+                    time.perf_counter() - start, dev, **spent)
+
+
+def _trained(model: nn.Module, X: np.ndarray, y: np.ndarray, train_indices: np.ndarray,
+             eval_indices: np.ndarray | None, seed: int, seconds: float, dev: torch.device,
+             **extra: Any) -> TrainedModel:
+    """A trained model with its card: seed, seconds, size, device, ``extra``, accuracies."""
     info: dict[str, Any] = {"seed": seed, "train_seconds": round(seconds, 3),
-                            "n_train": len(train_indices), "device": str(dev), **spent}
+                            "n_train": len(train_indices), "device": str(dev), **extra}
     info["train_accuracy"] = accuracy(model, X[train_indices], y[train_indices])
     if eval_indices is not None and len(eval_indices):
         info["test_accuracy"] = accuracy(model, X[eval_indices], y[eval_indices])
@@ -143,9 +148,8 @@ def train_stacked(
     # body or a scalar tail), so one (K, ...) tensor would update some models otherwise
     layers = [[m for m in model if isinstance(m, nn.Linear)] for model in models]
     optimizer = make_optimizer([p for model in models for p in model.parameters()], recipe)
+    schedule = make_schedule(optimizer, recipe)
     epochs = int(recipe["epochs"])
-    milestones = sorted({round(f * epochs) for f in recipe["milestones"]})
-    schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones, recipe["gamma"])
     inputs = torch.as_tensor(X, device=dev).flatten(1)
     labels = torch.as_tensor(y, device=dev)
     rows = torch.as_tensor(np.stack(train_indices), dtype=torch.long, device=dev)
@@ -167,8 +171,8 @@ def train_stacked(
             else:  # the short last batch, model by model on fresh copies of its rows: the
                 # matrix library rounds a product of an odd shape by where its operands lie
                 loss = torch.stack([  # in memory (measured), and a stack's slices lie apart
-                    per_sample_loss(recipe["loss"], model(rows.clone()), own_labels).mean()
-                    for model, rows, own_labels in zip(models, x, labels[batch], strict=True)])
+                    per_sample_loss(recipe["loss"], model(own_x.clone()), own_labels).mean()
+                    for model, own_x, own_labels in zip(models, x, labels[batch], strict=True)])
             optimizer.zero_grad(set_to_none=True)
             loss.sum().backward()
             optimizer.step()
@@ -177,15 +181,9 @@ def train_stacked(
         log.info("epoch %d/%d loss %s (%d models stacked)", epoch + 1, epochs,
                  " ".join(f"{v:.4f}" for v in (total / n_rows).tolist()), n_models)
     seconds = (time.perf_counter() - start) / n_models
-    trained = []
-    for k, model in enumerate(models):
-        info: dict[str, Any] = {"seed": seeds[k], "train_seconds": round(seconds, 3),
-                                "n_train": n_rows, "device": str(dev), "stacked": n_models}
-        info["train_accuracy"] = accuracy(model, X[train_indices[k]], y[train_indices[k]])
-        if eval_indices is not None and len(eval_indices[k]):
-            info["test_accuracy"] = accuracy(model, X[eval_indices[k]], y[eval_indices[k]])
-        trained.append(TrainedModel(model, info))
-    return trained
+    return [_trained(model, X, y, train_indices[k],
+                     None if eval_indices is None else eval_indices[k], seeds[k], seconds, dev,
+                     stacked=n_models) for k, model in enumerate(models)]
 
 
 class _StackedLinear(torch.autograd.Function):
@@ -229,6 +227,14 @@ def make_optimizer(params: list[nn.Parameter], recipe: dict[str, Any]
     if recipe["optimizer"] == "adam":
         return torch.optim.Adam(params, lr=recipe["lr"], weight_decay=recipe["weight_decay"])
     raise ValueError(f"unknown optimizer {recipe['optimizer']!r}; known: ['adam', 'sgd']")
+
+
+def make_schedule(optimizer: torch.optim.Optimizer, recipe: dict[str, Any]
+                  ) -> torch.optim.lr_scheduler.MultiStepLR:
+    """The recipe's learning rate: times ``gamma`` at each milestone, a fraction of the epochs."""
+    epochs = int(recipe["epochs"])
+    milestones = sorted({round(f * epochs) for f in recipe["milestones"]})
+    return torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones, recipe["gamma"])
 
 
 def _train_plain(model: nn.Module, optimizer: torch.optim.Optimizer,
