@@ -37,7 +37,8 @@ def test_every_claim_holds_on_the_papers_own_numbers(paper):
 
 
 def estimate(center: float, spread: float, resolvable: bool = True) -> Estimate:
-    """Bootstrap-style draws uniformly spread over center +- spread."""
+    """Bootstrap-style draws uniformly spread over center +- spread (a negative spread: the
+    same draws in the opposite order, moving against another estimate's)."""
     return Estimate(center, center + np.linspace(-spread, spread, 1001), "bootstrap", resolvable)
 
 
@@ -61,12 +62,19 @@ def test_ordering_verdicts(a, b, expected):
 
 
 @pytest.mark.parametrize(("a", "b", "kind", "expected"), [
-    # both TPRs@1% contain the chance level 1%: neither order nor parity can be tested
-    (estimate(0.012, 0.004), estimate(0.010, 0.004), "greater", "no signal"),
-    (estimate(0.012, 0.004), estimate(0.010, 0.004), "close", "no signal"),
+    # both TPRs@1% contain the chance level 1%, and their paired difference contains 0:
+    # neither order nor parity can be tested
+    (estimate(0.012, 0.004), estimate(0.010, -0.004), "greater", "no signal"),
+    (estimate(0.012, 0.004), estimate(0.010, -0.004), "close", "no signal"),
     # one attack above chance: the claim is testable (here the difference straddles 0)
     (estimate(0.030, 0.015), Estimate(0.02, np.linspace(0.035, 0.005, 1001), "bootstrap"),
      "greater", "inconclusive"),
+    # both at chance, but paired replicates tell them apart (SM-C12 on the digits: the
+    # difference 10.4 [0.7, 20.2] while each side's t(2) interval contains 50%): decided
+    (Estimate(0.60, 0.60 + np.linspace(-0.15, 0.15, 1001), "bootstrap"),
+     Estimate(0.50, 0.50 + np.linspace(-0.14, 0.14, 1001), "bootstrap"), "greater", "holds"),
+    (Estimate(0.50, 0.50 + np.linspace(-0.14, 0.14, 1001), "bootstrap"),
+     Estimate(0.60, 0.60 + np.linspace(-0.15, 0.15, 1001), "bootstrap"), "greater", "fails"),
 ])
 def test_no_signal_when_every_compared_attack_is_at_chance(a, b, kind, expected):
     assert cl.verdict(claim(kind, 1.0 if kind == "close" else None), a, b)[0] == expected

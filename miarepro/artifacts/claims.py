@@ -35,8 +35,10 @@ form a closed vocabulary (:data:`VERDICTS`):
 - **not resolvable**: the audit cannot resolve the metric (too few non-members for a TPR at
   that FPR, or too few members or non-members), so there is no interval to read;
 - **no signal**: an ordering or parity of attacks whose every side is indistinguishable from
-  chance (each interval contains the metric's chance level): such a claim cannot be tested,
-  and a "holds" there would be vacuous;
+  chance (each interval contains the metric's chance level) and which the paired comparison
+  cannot tell apart either (its interval contains no difference): such a claim cannot be
+  tested, and a "holds" there would be vacuous. Sides at chance that the paired interval
+  does tell apart (replicates move together) are tested like any others;
 - **not run**: this run has no study for the claim's datasets, or the study lacks one of its
   attacks; the row says which. No claim of a paper the run covers is left out.
 """
@@ -212,9 +214,13 @@ def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimat
         quantity, threshold = a, claim.value / scale
     if not quantity.resolvable:
         return "not resolvable", quantity
-    if claim.kind in COMPARISONS and _at_chance(claim, a, b):
-        return "no signal", quantity
     low, high = quantity.interval()
+    if claim.kind in COMPARISONS and _at_chance(claim, a, b):
+        # sides at chance whose paired comparison still tells them apart are testable: the
+        # difference (ratio) excludes what two attacks at chance would give, 0 (1)
+        null = 1.0 if claim.kind.startswith("ratio") else 0.0
+        if low <= null <= high:
+            return "no signal", quantity
     if kind == "greater":
         holds, fails = low > threshold, high < threshold
     elif kind == "not_below":  # not reversed beyond the tolerance, or reversed beyond it
@@ -518,8 +524,9 @@ VERDICT_TEXT = (
     "over the study's replicates where it has several) "
     "lies wholly on the claimed side; **fails**: wholly on the other side; **inconclusive**: it "
     "straddles; **not resolvable**: the audit cannot resolve the metric (n/r); **no signal**: "
-    "every attack the claim compares is indistinguishable from chance, so an ordering or a "
-    "parity cannot be tested; **not run**: the run has no study or attack for it (the row "
+    "every attack the claim compares is indistinguishable from chance and the paired "
+    "interval does not tell them apart either, so an ordering or a parity cannot be tested; "
+    "**not run**: the run has no study or attack for it (the row "
     "says which). An `equals` claim (a theorem's value) holds when the interval contains it.")
 
 
