@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -37,6 +38,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
              "--configfile", str(ROOT / "config" / "config.yaml"),
              "--profile", str(ROOT / "profiles" / "local")]  # the README's command: 2 cores
+STUDIES = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["studies"]
+#: roles whose models train ten to a job, per study
+TEN_PER_JOB = {name: study.get("ten_per_job", []) for name, study in STUDIES.items()}
 
 
 def timed(command: list[str], cwd: Path) -> tuple[float, str]:
@@ -45,6 +49,24 @@ def timed(command: list[str], cwd: Path) -> tuple[float, str]:
     if result.returncode != 0:
         sys.exit(f"failed: {' '.join(command)}\n{result.stdout[-2000:]}{result.stderr[-4000:]}")
     return time.perf_counter() - start, result.stdout + result.stderr
+
+
+def children_cpu() -> float:
+    """CPU seconds of every finished process this one started, and theirs (all descendants)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+#: runs Snakemake's command line and writes the CPU seconds of its own process (the scheduler:
+#: DAG, job preparation, bookkeeping; not its jobs' processes) to the file in $SCHEDULER_CPU
+SCHEDULER = (
+    "import atexit, os, resource, runpy, sys\n"
+    "def report():\n"
+    "    usage = resource.getrusage(resource.RUSAGE_SELF)\n"
+    "    open(os.environ['SCHEDULER_CPU'], 'w').write(str(usage.ru_utime + usage.ru_stime))\n"
+    "atexit.register(report)\n"
+    "sys.argv[0] = 'snakemake'\n"
+    "runpy.run_module('snakemake', run_name='__main__', alter_sys=True)\n")
 
 
 CALIBRATION = """
@@ -79,19 +101,34 @@ def job_counts(output: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
 
 
-def study_seconds(work: Path) -> list[tuple[str, float]]:
-    """In-job seconds per study, largest first: training and fits from their cards (cacheable
-    jobs have no benchmark file), scoring from Snakemake's benchmark files."""
+def job_seconds(work: Path) -> list[tuple[str, float]]:
+    """In-job seconds per job, longest first: training and fits from their cards (cacheable
+    jobs have no benchmark file; a job training ten models has ten cards), scoring from
+    Snakemake's benchmark files. Named ``study/train/role/model``, ``study/fit/fit/group``,
+    ``study/score/attack``."""
     totals: dict[str, float] = {}
     studies = work / "results" / "studies"
     cards = (("*/models/*/*.json", "train_seconds"), ("*/fits/*/*.json", "fit_seconds"))
     for pattern, key in cards:
         for card in studies.glob(pattern):
-            study = card.relative_to(studies).parts[0]
-            totals[study] = totals.get(study, 0.0) + json.loads(card.read_text())[key]
+            study, kind, group = card.relative_to(studies).parts[:3]
+            job = card.stem
+            if kind == "models" and group in TEN_PER_JOB.get(study, ()):
+                job = f"{int(job) // 10 * 10}-{int(job) // 10 * 10 + 9}"  # ten to a job
+            name = f"{study}/{'fit' if kind == 'fits' else 'train'}/{group}/{job}"
+            totals[name] = totals.get(name, 0.0) + json.loads(card.read_text())[key]
     for bench in (work / "results" / "benchmarks").glob("*/score-*.tsv"):
         seconds = float(bench.read_text().splitlines()[1].split("\t")[0])
-        totals[bench.parent.name] = totals.get(bench.parent.name, 0.0) + seconds
+        totals[f"{bench.parent.name}/score/{bench.stem[6:]}"] = seconds
+    return sorted(totals.items(), key=lambda item: -item[1])
+
+
+def study_seconds(work: Path) -> list[tuple[str, float]]:
+    """In-job seconds per study (training, fits, scoring), largest first."""
+    totals: dict[str, float] = {}
+    for name, seconds in job_seconds(work):
+        study = name.split("/")[0]
+        totals[study] = totals.get(study, 0.0) + seconds
     return sorted(totals.items(), key=lambda item: -item[1])
 
 
@@ -111,7 +148,12 @@ def main() -> None:
         jobs = job_counts(dry)
         rows.append(("`snakemake -n` (default config)", f"{dry_seconds:.1f} s"))
         rows.append(("jobs planned", ", ".join(f"{k} {v}" for k, v in jobs.items())))
-        run_seconds, _ = timed([*SNAKEMAKE, "--directory", str(work)], ROOT)
+        scheduler_file = Path(scratch) / "scheduler-cpu"
+        os.environ["SCHEDULER_CPU"] = str(scheduler_file)
+        cpu_before = children_cpu()
+        run_seconds, _ = timed([sys.executable, "-c", SCHEDULER, *SNAKEMAKE[3:],
+                                "--directory", str(work)], ROOT)
+        cpu_total = children_cpu() - cpu_before
         rows.append(("default run, cold, 2 cores", f"{run_seconds:.0f} s"))
         after = calibration()  # the speed can drift during a long run: measured on both sides
         rows.insert(0, ("machine speed: calibration workload, 1 thread (CNN epoch + Hessian), "
@@ -119,8 +161,7 @@ def main() -> None:
                             f"{sum(c):.1f} s ({c[0]:.1f} + {c[1]:.1f})" for c in (before, after))))
         cards = sorted((work / "results" / "studies").glob("*/models/*/*.json"))
         infos = [json.loads(c.read_text()) for c in cards]
-        studies = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["studies"]
-        distinct = {(studies[card.parents[2].name]["dataset"], i["train_indices_sha256"],
+        distinct = {(STUDIES[card.parents[2].name]["dataset"], i["train_indices_sha256"],
                      i["seed"], json.dumps([i["architecture"], i["recipe"]], sort_keys=True))
                     for card, i in zip(cards, infos, strict=True)}
         planned = jobs.get("train", 0) + 10 * jobs.get("train_tens", 0)
@@ -137,6 +178,17 @@ def main() -> None:
         rows.append(("sum of in-job fit seconds", f"{seconds:.0f} s"))
         rows.append(("in-job seconds by study (training, fits, scoring)", ", ".join(
             f"{study} {seconds:.0f}" for study, seconds in study_seconds(work))))
+        in_job = sum(seconds for _, seconds in job_seconds(work))
+        scheduler = float(scheduler_file.read_text())
+        total_jobs = jobs.get("total", 0)
+        rows.append(("CPU seconds of the run: all processes / the scheduler process / per "
+                     "job, the rest outside training, fits and score jobs (datasets, splits, "
+                     "tables and figures included)",
+                     f"{cpu_total:.0f} / {scheduler:.0f} / "
+                     f"{(cpu_total - scheduler - in_job) / max(total_jobs, 1):.2f} s "
+                     f"(in-job work {in_job:.0f} s, {total_jobs} jobs)"))
+        rows.append(("longest jobs (in-job seconds)", ", ".join(
+            f"{name} {seconds:.0f}" for name, seconds in job_seconds(work)[:10])))
         if args.setup:
             copy = Path(scratch) / "repo"
             shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
