@@ -240,6 +240,30 @@ def test_closed_form_mlp_products_equal_autograd(spec, elements, monkeypatch):
     torch.testing.assert_close(single, vectors @ whole.T, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_mostly_zero_inputs_take_sparse_products_with_equal_results(dtype):
+    """Purchase-like binary inputs (here 6% non-zero) go through sparse first-layer products;
+    they equal the dense products and the Hessian of torch.func."""
+    torch.manual_seed(2)
+    model = build_model({"arch": "mlp", "widths": [7, 5]}, (40,), 6)
+    X = (np.random.default_rng(2).random((90, 40)) < 0.06).astype(np.float32)
+    y = np.arange(90) % 6
+    flat = hessian.FlatLoss(model, dtype=dtype)
+    inputs, labels = flat.tensors(X, y)
+    assert hessian._LayerInput.of(inputs).rows.layout == torch.sparse_csr
+    assert hessian._LayerInput.of(inputs + 1).rows.layout == torch.strided  # dense stays dense
+    vectors = torch.randn(9, flat.size, dtype=dtype)
+    dense = sum(hessian._mlp_products(flat, hessian._mlp_slopes(flat.model), inputs[rows],
+                                      labels[rows], vectors) * (rows.stop - rows.start) / 90
+                for rows in (slice(0, 40), slice(40, 90)))
+    sparse = hessian.hvp_function(flat, X, y, batch_size=40)(vectors)
+    whole = torch.func.hessian(flat.loss)(flat.theta, inputs, labels)
+    tolerance = {"rtol": 1e-9, "atol": 1e-12} if dtype == torch.float64 else {
+        "rtol": 1e-4, "atol": 1e-6}
+    torch.testing.assert_close(sparse, dense, **tolerance)
+    torch.testing.assert_close(sparse, vectors @ whole.T, **tolerance)
+
+
 def test_other_models_take_the_autograd_products():
     for spec in ({"arch": "mlp", "widths": [4], "dropout": 0.5}, {"arch": "logistic"},
                  {"arch": "mlp", "widths": [4], "activation": "tanh"}):

@@ -141,3 +141,13 @@ def test_convnext_weights_file_missing_is_named(tmp_path):
                     (3, 32, 32), 2)
     with pytest.raises(ValueError, match="6n \\+ 4"):
         build_model({"arch": "wrn", "depth": 27}, (3, 32, 32), 2)
+
+
+def test_query_batches_do_not_change_logits():
+    """Queries run in cache-sized batches (QUERY_BATCH); the batch size is a matter of speed:
+    a LeNet in eval mode gives each record the same logits in any batch."""
+    torch.manual_seed(0)
+    model = build_model({"arch": "lenet"}, (1, 28, 28), 10)
+    X = np.random.default_rng(0).random((300, 1, 28, 28), dtype=np.float32)
+    np.testing.assert_allclose(predict_logits(model, X, batch_size=7),
+                               predict_logits(model, X, batch_size=300), rtol=1e-6, atol=1e-6)

@@ -191,9 +191,12 @@ def _generated(study: Any, target: int, generator: Any) -> Callable[[np.ndarray]
     """The victim's logits on the records a generator crafts from latents (queries only)."""
     import torch
 
+    from miarepro.training import QUERY_BATCH
+
     def logits(latents: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            crafted = generator(torch.as_tensor(latents, dtype=torch.float32)).numpy()
+        with torch.no_grad():  # in batches whose feature maps stay in cache
+            crafted = torch.cat([generator(part) for part in torch.as_tensor(
+                latents, dtype=torch.float32).split(QUERY_BATCH)]).numpy()
         return study.query("target", target, crafted)
 
     return logits
