@@ -323,8 +323,10 @@ def test_partition_replicates_are_repetitions_of_the_study(default):
     replicates are repetitions (targets), generated copies of nothing, and the studies that
     audit its models audit every repetition."""
     config = copy.deepcopy(default)
+    for name in ("bmia-mnist", "bmia-mnist-mlp", "sm-digits"):  # one target each, as if
+        config["studies"][name]["targets"] = 1                      # the default had one
     config["studies"]["bmia-mnist"]["replicates"] = 3
-    config["studies"]["sm-digits"]["replicates"] = 3  # already two targets: one more
+    config["studies"]["sm-digits"]["replicates"] = 3  # one target: two more
     config["studies"]["sm-bcw"].update(replicates=3, targets=5)  # already more: kept
     studies = cfg.validate(config)["studies"]
     assert not [name for name, study in studies.items() if "replicate_of" in study]
@@ -334,13 +336,14 @@ def test_partition_replicates_are_repetitions_of_the_study(default):
     assert paths.replicates_of("bmia-mnist", config) == ["bmia-mnist"]
     assert paths.independent_runs("bmia-mnist", config) == 3
     assert paths.independent_runs("sm-bcw", config) == 5
+    source_studies = studies
     config = copy.deepcopy(default)  # a source with as many repetitions needs no replicates
     config["studies"]["bmia-mnist"]["targets"] = 3
     config["studies"]["bmia-mnist-ood"]["replicates"] = 3
     assert cfg.validate(config)["studies"]["bmia-mnist-ood"]["targets"] == 3
-    assert studies["bmia-mnist-mlp"]["targets"] == 1  # asked for nothing: bmia-mnist's
+    assert source_studies["bmia-mnist-mlp"]["targets"] == 1  # asked for nothing: bmia-mnist's
     # repetitions take their references of its architecture from it all the same (BMIA Fig. 4)
-    assert studies["bmia-mnist"]["attacks"]["bmia-ref-mlp"]["reference_study"] == (
+    assert source_studies["bmia-mnist"]["attacks"]["bmia-ref-mlp"]["reference_study"] == (
         "bmia-mnist-mlp")
 
 
@@ -363,9 +366,9 @@ def test_top_level_replicates_are_every_studys_least(default):
 
 @pytest.mark.parametrize(("edit", "words"), [
     (lambda c: c.update(replicates=0), ["config key replicates"]),
-    (lambda c: c["studies"]["bmia-mnist-ood"].update(replicates=2),
+    (lambda c: c["studies"]["bmia-mnist-ood"].update(replicates=4),
      ["studies.bmia-mnist-ood.replicates",
-      "study 'bmia-mnist', whose models it uses, has 1 repetitions (targets)"]),
+      "study 'bmia-mnist', whose models it uses, has 3 repetitions (targets)"]),
     (lambda c: (c["studies"]["iha-mnist"].update(replicates=2), c["studies"].update(
         {"iha-mnist-r1": copy.deepcopy(c["studies"]["iha-mnist-odd"])})),
      ["studies.iha-mnist-r1", "replicate 1 of study 'iha-mnist'"]),
