@@ -340,3 +340,25 @@ def test_a_dataset_finds_the_number_printed_for_its_group_and_its_model() -> Non
     assert paper_value(table3, "cifar", "watson", "all_targets_known", "train_minutes") is None
     assert paper_value(paper_values("QMIA-X1"), "cifar100", "qmia", "training+hpo",
                        "gpu_minutes") == 240
+
+
+def test_paper_seed_noise_beside_the_spread_over_our_targets(monkeypatch):
+    """IHA prints AUC ± std over its target models; tables show ours, the standard deviation
+    over the study's targets, beside it."""
+    from miarepro.artifacts import builders
+    from miarepro.artifacts import results as res
+
+    papers = cat.paper_values("IHA-T2")
+    assert cat.paper_value(papers, "purchase100", "lira_online", "", "auc") == 0.644
+    assert cat.paper_value(papers, "purchase100", "lira_online", "", "auc",
+                           column="std") == 0.004
+    assert cat.paper_value(papers, "purchase100", "loss", "", "tpr@1%", column="std") is None
+    table = pd.DataFrame({"replicate": [-1, 0, -1, 0, -1], "auc": [0.60, 0.9, 0.62, 0.9, 0.64]})
+    monkeypatch.setattr(res, "_metrics_table", lambda *args: table)
+    spread, targets = res.target_spread("results", "study", "attack", "auc")
+    assert targets == 3 and spread == pytest.approx(0.02)  # the replicate rows left out
+    assert builders._seed_noise({"ours_sd": spread, "targets": 3, "paper_sd": 0.004}) == (
+        "0.02 (3 targets) / 0.004")
+    assert builders._seed_noise({"ours_sd": float("nan"), "targets": 1, "paper_sd": None}) == (
+        "— (1 target) / —")
+    assert builders._seed_noise({"targets": float("nan")}) == "—"  # a row not run

@@ -203,6 +203,10 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
                             f"{COMPUTE}_high": minutes, f"{COMPUTE}_resolvable": True})
             for metric in metrics:
                 scale = uncertainty.percent_scale(metric, study_config["paper"])
+                keys = (papers, study_config.get("paper_dataset"), row["paper_attack"],
+                        row["paper_setting"], metric, study_config.get("paper_model"))
+                spread, targets = ((float("nan"), 0) if metric == COMPUTE else
+                                   res.target_spread(RESULTS, study, row["attack"], metric))
                 rows.append({
                     "artifact": name, "paper_dataset": study_config.get("paper_dataset"),
                     "study": study, "attack": row["label"], "paper_attack": row["paper_attack"],
@@ -211,9 +215,10 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
                     "ours_high": scale * row[f"{metric}_high"],
                     "resolvable": row[f"{metric}_resolvable"], "interval": row["interval"],
                     "n_members": row["n_members"], "n_nonmembers": row["n_nonmembers"],
-                    "paper": paper_value(papers, study_config.get("paper_dataset"),
-                                          row["paper_attack"], row["paper_setting"], metric,
-                                          study_config.get("paper_model")),
+                    "paper": paper_value(*keys),
+                    # seed noise: ours over target models beside the paper's printed ±
+                    "ours_sd": scale * spread, "targets": targets,
+                    "paper_sd": paper_value(*keys, column="std"),
                     "scale": scale_note(config, study_config),
                     "ours_text": (f"{row[metric]:.2f}" if metric == COMPUTE
                                   else res.format_estimate(row, metric, study_config["paper"])),
@@ -221,11 +226,14 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
         rows += _rows_not_run(name, papers, study, study_config, settings, default)
     table = pd.DataFrame(rows)
     io.write_table(prefix + ".csv", table.drop(columns="ours_text"))
+    noisy = set(table.loc[table["paper_sd"].notna(), "metric"]) if "paper_sd" in table else set()
     wide = pd.DataFrame([
         {"study": key[0], "attack": key[1],
          "members / non-members": f"{key[2]} / {key[3]}" if key[2] else "—",
          **{f"{row['metric']} ({who})": row[column] for row in group.to_dict("records")
-            for who, column in (("ours", "ours_text"), ("paper", "paper"))}}
+            for who, column in (("ours", "ours_text"), ("paper", "paper"))},
+         **{f"{row['metric']} sd over targets (ours / paper)": _seed_noise(row)
+            for row in group.to_dict("records") if row["metric"] in noisy}}
         for key, group in table.groupby(["study", "attack", "n_members", "n_nonmembers"],
                                         sort=False)])
     notes = [f"- **{s}** ({config['studies'][s].get('paper_dataset', '?')}): "
@@ -237,11 +245,27 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
              + (f" {COMPUTE}: minutes to train the reference models an attack uses, plus (ours "
                 "only) its fit and scoring, on the device of the run; the paper's are GPU "
                 "minutes of training alone."
-                if COMPUTE in metrics else ""),
+                if COMPUTE in metrics else "")
+             + (" *sd over targets*: the metric's standard deviation over the study's target "
+                "models beside the ± the paper prints (its seed noise, over its own targets); "
+                "with 2 targets ours is a rough figure, with 1 there is none."
+                if noisy else ""),
              interval_note(config), "", "## Regime", "",
              *regime_markdown(regime_rows(config, studies)), "", "## Results", "", *notes, "",
              _markdown(wide), ""]
     io.write_text(prefix + ".md", "\n".join(lines))
+
+
+def _seed_noise(row: dict[str, Any]) -> str:
+    """``0.004 (2 targets) / 0.004``: the spread of a metric over our target models beside the
+    ± the paper prints (over its own targets), where either exists."""
+    targets = row.get("targets")
+    if pd.isna(targets) or not targets:  # a paper row this run does not reproduce
+        return "—"
+    ours = (f"{row['ours_sd']:.3g} ({int(targets)} targets)" if pd.notna(row["ours_sd"])
+            else f"— ({int(targets)} target{'' if targets == 1 else 's'})")
+    paper = row.get("paper_sd")
+    return f"{ours} / {'—' if paper is None or pd.isna(paper) else f'{paper:g}'}"
 
 
 def _rows_not_run(name: str, papers: pd.DataFrame, study: str, study_config: dict[str, Any],

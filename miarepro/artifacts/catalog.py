@@ -272,16 +272,17 @@ def for_model(papers: pd.DataFrame, model: str | None) -> pd.DataFrame:
 
 
 def paper_value(papers: pd.DataFrame, dataset, attack, setting, metric: str,
-                model: str | None = None) -> float | None:
+                model: str | None = None, column: str = "value") -> float | None:
     """The paper's number for one cell; missing keys (None or NaN) match empty settings, and a
-    dataset matches a group ``a+b`` that holds it (one number printed for both)."""
+    dataset matches a group ``a+b`` that holds it (one number printed for both). ``column``
+    ``std``: the ± the paper prints beside it (its seed noise), None where it prints none."""
     if _missing(dataset) or _missing(attack):
         return None
     papers = for_model(papers, model)
     in_group = papers["dataset"].str.split("+").apply(lambda group: dataset in group)
     rows = papers[in_group & (papers["attack"] == attack) & (papers["metric"] == metric)]
     rows = rows[rows["setting"].fillna("") == ("" if _missing(setting) else setting)]
-    return None if rows.empty else float(rows["value"].iloc[0])
+    return None if rows.empty or pd.isna(rows[column].iloc[0]) else float(rows[column].iloc[0])
 
 
 def _missing(value: Any) -> bool:

@@ -84,6 +84,15 @@ def audit_size(results: str, study: str, attack: str) -> tuple[int, int]:
     return int(points["n_members"].min()), int(points["n_nonmembers"].min())
 
 
+def target_spread(results: str, study: str, attack: str, metric: str) -> tuple[float, int]:
+    """(standard deviation over the study's target models, number of targets) of an attack's
+    metric: the seed noise a paper's ± reports (IHA: over target models that share a pool,
+    as a balanced study's do). NaN below two targets or where a target cannot resolve it."""
+    points = _metrics_table(results, study, attack)
+    values = points.loc[points["replicate"] < 0, metric].to_numpy(dtype=float)
+    return (float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")), len(values)
+
+
 def score_seconds(results: str, study: str, attack: str) -> float:
     """Seconds the attack itself took to score one target (mean over targets)."""
     table = _metrics_table(results, study, attack)
