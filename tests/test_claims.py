@@ -32,7 +32,10 @@ def test_every_claim_holds_on_the_papers_own_numbers(paper):
                 if table.empty:
                     assert values == [None] * len(values), where
                     continue
-                assert None not in values, where
+                if None in values:  # a text passage prints a side at most (QMIA-X1: QMIA's
+                    # GPU minutes with training, none for LiRA): no printed ratio to check
+                    assert catalog.load_catalog()[claim.artifact]["kind"] == "text", where
+                    continue
                 assert claim.holds_on(values[0], values[1] if claim.b else None), where
 
 
