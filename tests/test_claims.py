@@ -45,11 +45,11 @@ def estimate(center: float, spread: float, resolvable: bool = True) -> Estimate:
     return Estimate(center, center + np.linspace(-spread, spread, 1001), "bootstrap", resolvable)
 
 
-def claim(kind: str, value=None, metric: str = "tpr@1%") -> cl.Claim:
+def claim(kind: str, value=None, metric: str = "tpr@1%", margin=None) -> cl.Claim:
     b = ({"attack": "attack_p"} if kind in ("greater", "close", "not_below", "ratio_at_least")
          else None)
     return cl.Claim("X-C1", "bmia", "BMIA-T1", "a claim", metric, kind,
-                    {"attack": "lira_offline"}, b, value, ("purchase100",))
+                    {"attack": "lira_offline"}, b, value, ("purchase100",), margin=margin)
 
 
 @pytest.mark.parametrize(("a", "b", "expected"), [
@@ -129,14 +129,18 @@ def test_not_below_verdicts_allow_the_papers_noise_one_sided(a, b, expected):
     assert cl.verdict(claim("not_below", 1.0), a, b)[0] == expected
 
 
-@pytest.mark.parametrize(("flagged", "expected"), [
-    (10, "holds"),   # 1.0% [0.48, 1.83] of 1,000 non-members contains a = 1%
-    (2, "fails"),    # 0.2% [0.02, 0.72] excludes it: conservative
-    (25, "fails"),   # 2.5% [1.62, 3.67] excludes it: over-flags
+@pytest.mark.parametrize(("flagged", "margin", "expected"), [
+    (10, 1.0, "holds"),   # 1.0% [0.48, 1.83] of 1,000 non-members: within 1 point of a = 1%
+    (10, 0.5, "inconclusive"),  # contains a, but reaches beyond half a point of it
+    (2, 0.5, "inconclusive"),   # 0.2% [0.02, 0.72]: excludes a, but not beyond the margin
+    (25, 0.5, "fails"),   # 2.5% [1.62, 3.67]: wholly beyond a + 0.5: over-flags
+    (0, 0.5, "fails"),    # 0% [0, 0.37]: wholly below a - 0.5: flags nothing
 ])
-def test_equals_verdict_is_whether_the_binomial_interval_contains_the_value(flagged, expected):
+def test_equals_verdict_is_an_equivalence_test_within_the_margin(flagged, margin, expected):
+    """A theorem's value holds only where the interval lies within the margin of it (a wide
+    interval that merely contains it is inconclusive) and fails where it lies wholly beyond."""
     fpr = Estimate(flagged / 1000, np.array([flagged, 1000.0]), "binomial")
-    assert cl.verdict(claim("equals", 1.0, "fpr@1%"), fpr, None)[0] == expected
+    assert cl.verdict(claim("equals", 1.0, "fpr@1%", margin), fpr, None)[0] == expected
 
 
 def test_ratio_verdict():
@@ -160,6 +164,10 @@ def test_ratio_verdict():
      "b: {attack: y}, value: 1, datasets: [d]}", "needs a 'basis'"),
     ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: greater, a: {attack: x}, "
      "b: {attack: y}, basis: paper, datasets: [d]}", "no tolerance to give a basis"),
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: equals, a: {attack: x}, "
+     "value: 1, basis: ours, datasets: [d]}", "needs a 'margin'"),
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: at_least, a: {attack: x}, "
+     "value: 1, margin: 1, datasets: [d]}", "takes no 'margin'"),
     # names the paper does not use would match no study: the claim would be "not run" forever
     ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: greater, a: {attack: bmia}, "
      "b: {attack: attack_p}, datasets: [purchase-100]}",

@@ -28,9 +28,10 @@ study's repetitions, a balanced study's generated copies), else over its audited
 trained realisation). ``claims.csv`` says how many replicates each row rests on. The verdicts
 form a closed vocabulary (:data:`VERDICTS`):
 
-- **holds**: the whole interval lies on the claimed side (an ``equals`` claim: it contains
-  the promised value, so the audit cannot tell them apart);
-- **fails**: it lies wholly on the other side (``equals``: it excludes the value);
+- **holds**: the whole interval lies on the claimed side (an ``equals`` claim: within its
+  ``margin`` of the promised value, so a wide interval that merely contains the value does
+  not hold);
+- **fails**: it lies wholly on the other side (``equals``: wholly beyond the margin);
 - **inconclusive**: it straddles the claimed boundary;
 - **not resolvable**: the audit cannot resolve the metric (too few non-members for a TPR at
   that FPR, or too few members or non-members), so there is no interval to read;
@@ -75,7 +76,7 @@ VERDICTS = ("holds", "fails", "inconclusive", "not resolvable", "no signal", "no
 COMPARISONS = ("greater", "close", "not_below", "ratio_at_least", "ratio_at_most",
                "matched_best", *TRENDS)
 KEYS = {"id", "artifact", "statement", "metric", "kind", "a", "b", "value", "basis", "datasets",
-        "over"}
+        "over", "margin"}
 #: an attack side names the paper's attack and setting, and may measure it by another metric
 #: than the claim's (Stolen Memories: one attack's calibrated against uncalibrated precision)
 SIDE_KEYS = {"attack", "setting", "metric"}
@@ -93,8 +94,9 @@ class Claim:
     b: dict[str, str] | None
     value: float | None
     datasets: tuple[str, ...]
-    basis: str = ""  # how a tolerance (``close``, ``not_below``) follows from the paper
+    basis: str = ""  # how a tolerance (``close``, ``not_below``, ``margin``) is chosen
     over: str = ""  # a trend's axis (:data:`OVER`)
+    margin: float | None = None  # ``equals``: how far from ``value`` still counts as it
 
     def holds_on(self, a: float, b: float | None) -> bool:
         """The claim evaluated on point values (in the paper's units); for a trend, ``a`` is
@@ -128,10 +130,15 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
         if needs_b != ("b" in entry) or needs_value != ("value" in entry):
             raise ValueError(f"{where}: kind {kind!r} needs "
                              + ("a, b" if needs_b else "a") + (" and value" if needs_value else ""))
-        if (kind in TOLERANCES) != bool(entry.get("basis")):
+        if (kind == "equals") != ("margin" in entry):
+            raise ValueError(f"{where}: " + ("kind 'equals' needs a 'margin' (how far from the "
+                                             "value still counts as it)" if kind == "equals"
+                                             else f"kind {kind!r} takes no 'margin'"))
+        tolerant = kind in TOLERANCES or kind == "equals"
+        if tolerant != bool(entry.get("basis")):
             raise ValueError(f"{where}: " + (f"kind {kind!r} needs a 'basis': how its tolerance "
                                              "follows from the paper's gaps or spread"
-                                             if kind in TOLERANCES else
+                                             if tolerant else
                                              f"kind {kind!r} has no tolerance to give a basis"))
         for side in ("a", "b"):
             extra = sorted(set(entry.get(side) or {}) - SIDE_KEYS)
@@ -145,7 +152,7 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
             id=entry["id"], paper=paper, artifact=entry["artifact"],
             statement=entry["statement"], metric=entry["metric"], kind=kind, a=entry["a"],
             b=entry.get("b"), value=entry.get("value"), datasets=tuple(entry["datasets"]),
-            basis=entry.get("basis", ""), over=over or ""))
+            basis=entry.get("basis", ""), over=over or "", margin=entry.get("margin")))
     return claims
 
 
@@ -230,9 +237,10 @@ def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimat
         fails = low > threshold or high < -threshold
     elif kind in ("at_most", "ratio_at_most"):
         holds, fails = high <= threshold, low > threshold
-    elif kind == "equals":
-        holds = low <= threshold <= high
-        fails = not holds
+    elif kind == "equals":  # within the margin of the value, or wholly beyond it
+        margin = claim.margin / scale
+        holds = threshold - margin <= low and high <= threshold + margin
+        fails = low > threshold + margin or high < threshold - margin
     else:
         holds, fails = low >= threshold, high < threshold
     return ("holds" if holds else "fails" if fails else "inconclusive"), quantity
@@ -527,7 +535,8 @@ VERDICT_TEXT = (
     "every attack the claim compares is indistinguishable from chance and the paired "
     "interval does not tell them apart either, so an ordering or a parity cannot be tested; "
     "**not run**: the run has no study or attack for it (the row "
-    "says which). An `equals` claim (a theorem's value) holds when the interval contains it.")
+    "says which). An `equals` claim (a theorem's value) holds when the interval lies within "
+    "its margin of the value and fails when it lies wholly beyond it.")
 
 
 def build(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
