@@ -8,8 +8,8 @@ a bound on one attack (``at_least`` / ``at_most``) or on the ratio of two (``rat
 ``ratio_at_most``: with ``metric: gpu_minutes``, ``train_minutes`` or ``audit_minutes`` a
 cost, the minutes an attack needs, with the run's timing noise as its interval:
 :func:`_measure`),
-a value a theorem promises (``equals``: QMIA's FPR = a), a trend of one attack across
-studies (``increases`` / ``decreases`` ``over`` the DP ``epsilon`` or the target's
+a value a theorem promises, within a ``margin`` (``equals``: QMIA's FPR = a), a trend of one
+attack across studies (``increases`` / ``decreases`` ``over`` the DP ``epsilon`` or the target's
 ``train_size``: its metric where that value is largest against where it is smallest, two
 studies trained apart: :func:`miarepro.uncertainty.difference_across_studies`),
 or that an attack does best with reference models of the target's own architecture
