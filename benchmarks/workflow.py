@@ -123,10 +123,11 @@ def job_seconds(work: Path) -> list[tuple[str, float]]:
     return sorted(totals.items(), key=lambda item: -item[1])
 
 
-def study_seconds(work: Path) -> list[tuple[str, float]]:
-    """In-job seconds per study (training, fits, scoring), largest first."""
+def study_seconds(jobs: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """In-job seconds per study (training, fits, scoring) of :func:`job_seconds`' jobs, largest
+    first."""
     totals: dict[str, float] = {}
-    for name, seconds in job_seconds(work):
+    for name, seconds in jobs:
         study = name.split("/")[0]
         totals[study] = totals.get(study, 0.0) + seconds
     return sorted(totals.items(), key=lambda item: -item[1])
@@ -176,9 +177,10 @@ def main() -> None:
         fits = (work / "results" / "studies").glob("*/fits/*/*.json")
         seconds = sum(json.loads(card.read_text())["fit_seconds"] for card in fits)
         rows.append(("sum of in-job fit seconds", f"{seconds:.0f} s"))
+        per_job = job_seconds(work)
         rows.append(("in-job seconds by study (training, fits, scoring)", ", ".join(
-            f"{study} {seconds:.0f}" for study, seconds in study_seconds(work))))
-        in_job = sum(seconds for _, seconds in job_seconds(work))
+            f"{study} {seconds:.0f}" for study, seconds in study_seconds(per_job))))
+        in_job = sum(seconds for _, seconds in per_job)
         scheduler = float(scheduler_file.read_text())
         total_jobs = jobs.get("total", 0)
         rows.append(("CPU seconds of the run: all processes / the scheduler process / per "
@@ -188,7 +190,7 @@ def main() -> None:
                      f"{(cpu_total - scheduler - in_job) / max(total_jobs, 1):.2f} s "
                      f"(in-job work {in_job:.0f} s, {total_jobs} jobs)"))
         rows.append(("longest jobs (in-job seconds)", ", ".join(
-            f"{name} {seconds:.0f}" for name, seconds in job_seconds(work)[:10])))
+            f"{name} {seconds:.0f}" for name, seconds in per_job[:10])))
         if args.setup:
             copy = Path(scratch) / "repo"
             shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(

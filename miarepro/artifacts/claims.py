@@ -232,15 +232,13 @@ def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimat
         holds, fails = low > threshold, high < threshold
     elif kind == "not_below":  # not reversed beyond the tolerance, or reversed beyond it
         holds, fails = low >= -threshold, high < -threshold
-    elif kind == "close":  # the whole interval within +-margin, or wholly outside it
-        holds = -threshold <= low and high <= threshold
-        fails = low > threshold or high < -threshold
+    elif kind in ("close", "equals"):  # wholly within the margin of a centre, or beyond it
+        centre, margin = (0.0, threshold) if kind == "close" else (threshold,
+                                                                    claim.margin / scale)
+        holds = centre - margin <= low and high <= centre + margin
+        fails = low > centre + margin or high < centre - margin
     elif kind in ("at_most", "ratio_at_most"):
         holds, fails = high <= threshold, low > threshold
-    elif kind == "equals":  # within the margin of the value, or wholly beyond it
-        margin = claim.margin / scale
-        holds = threshold - margin <= low and high <= threshold + margin
-        fails = low > threshold + margin or high < threshold - margin
     else:
         holds, fails = low >= threshold, high < threshold
     return ("holds" if holds else "fails" if fails else "inconclusive"), quantity
