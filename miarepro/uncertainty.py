@@ -22,6 +22,17 @@ the attack, so two attacks of one study are resampled identically and their diff
   values (:func:`over_replicates`), so the variance of training the target, its reference
   models and the attack's fits is counted; the two sources above see one trained realisation.
 
+- **Against chance.** Whether an attack is distinguishable from chance at all (a claim about
+  attacks that all are not cannot be tested: "no signal") is a test of one hypothesis, no
+  signal in any realisation, whose distribution is known from the audit's size alone: members'
+  and non-members' scores then come from one distribution (calls at one rate). Each target's
+  metric is drawn from that distribution (:func:`null_draws`, a parametric bootstrap); their
+  mean over targets and replicates is the null the observed mean is tested against
+  (:meth:`Estimate.consistent_with_chance`). Under that hypothesis training noise adds no
+  variance, so pooling the records of every replicate is valid, and far more powerful than a
+  t(2) interval over three replicates' values, which left attacks clearly above chance
+  "indistinguishable" from one seed to the next.
+
 An empirical FPR (``fpr@1%``: the share of non-members that reach an attack's implied ``1 - a``
 quantile, QMIA's Theorem 1) is a binomial proportion: with fewer than :data:`MIN_TARGETS`
 targets its interval is the exact (Clopper-Pearson) one of the flagged non-members counted over
@@ -43,6 +54,7 @@ the AUC); the tests check them against it and against scikit-learn.
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -105,6 +117,51 @@ def chance_level(metric: str) -> float | None:
     if fpr is not None and base.startswith("tpr"):
         return fpr
     return {"accuracy": 0.5, "advantage": 0.0, "precision": 0.5}.get(base)
+
+
+def null_draws(metric: str, point: dict[str, float], rng: np.random.Generator,
+               n_draws: int = N_BOOTSTRAP) -> np.ndarray | None:
+    """``n_draws`` values of one target's ``metric`` had the attack no signal, at the audit's
+    size (``point``: the target's row of a :func:`metric_table`), or None where the metric has
+    no chance level (:func:`chance_level`).
+
+    - AUC: the Mann-Whitney statistic's null, normal with variance
+      ``(n_in + n_out + 1) / (12 n_in n_out)`` (ties only narrow it);
+    - TPR at FPR ``a`` (and its precision): members pass the conservative threshold, the
+      ``k + 1``-th highest non-member (``k = floor(a n_out)``), binomially, at the share of
+      the common score distribution above it, ``Beta(k + 1, n_out - k)``;
+    - a decision's accuracy, advantage and precision: members and non-members are called at
+      one rate, the target's own share of calls over both.
+    """
+    n_in, n_out = int(point["n_members"]), int(point["n_nonmembers"])
+    base, _, calibration = metric.partition("@cal")
+    suffix = f"@cal{calibration}" if calibration else ""
+    fpr = metric_fpr(base)
+    if chance_level(metric) is None:
+        return None
+    if base == "auc":
+        spread = np.sqrt((n_in + n_out + 1) / (12 * n_in * n_out))
+        return 0.5 + spread * rng.standard_normal(n_draws)
+    if fpr is not None:  # tpr@ or precision@ of a ranking
+        # members above the (k+1)-th highest non-member (the conservative threshold), above
+        # which a share Beta(k + 1, n_out - k) of the common distribution lies
+        allowed = int(np.floor(fpr * n_out + 1e-9))
+        passed = rng.binomial(n_in, rng.beta(allowed + 1, n_out - allowed, n_draws))
+        if base.startswith("tpr"):
+            return passed / n_in
+        # the false positives are the k non-members above the lowest flagged member: of the
+        # k above the threshold, those not below it (a share Beta(1, m) of m members' range)
+        lowest = rng.beta(1, np.maximum(passed, 1))
+        false_pos = allowed - rng.binomial(allowed, lowest)
+        with np.errstate(invalid="ignore"):
+            return np.where(passed > 0, passed / n_in / (passed / n_in + false_pos / n_out),
+                            0.5)
+    recall = float(point[f"recall{suffix}"])
+    rate = (n_in * recall + n_out * (recall - float(point[f"advantage{suffix}"]))) / (n_in + n_out)
+    rate = min(max(rate, 0.0), 1.0)
+    called_in = rng.binomial(n_in, rate, n_draws) / n_in
+    called_out = rng.binomial(n_out, rate, n_draws) / n_out
+    return _decision_metrics(called_in, called_out, suffix)[metric]
 
 
 def decision_name(level: float | None) -> str:
@@ -271,6 +328,8 @@ class Estimate:
     draws: np.ndarray
     method: str
     resolvable: bool = True
+    #: draws of the same mean had the attack no signal (:func:`null_draws`), where known
+    null: np.ndarray | None = None
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
         """Student-t interval over targets or replicates (Welch's for a difference of two
@@ -292,6 +351,16 @@ class Estimate:
             return float(self.value - spread), float(self.value + spread)
         low, high = np.quantile(self.draws, [0.5 - level / 2, 0.5 + level / 2])
         return float(low), float(high)
+
+    def consistent_with_chance(self, chance: float, level: float = LEVEL) -> bool:
+        """Whether the value cannot be told from ``chance``: it lies within the central
+        ``level`` of the draws had the attack no signal, or without them, the interval
+        contains ``chance``."""
+        if self.null is None:
+            low, high = self.interval(level)
+            return low <= chance <= high
+        low, high = np.quantile(self.null, [0.5 - level / 2, 0.5 + level / 2])
+        return bool(low <= self.value <= high)
 
     def _paired(self, other: Estimate, combine) -> Estimate:
         if (self.method != other.method or self.draws.shape != other.draws.shape
@@ -353,8 +422,15 @@ def over_replicates(estimates: Sequence[Estimate]) -> Estimate:
     if len(estimates) < 2:
         raise ValueError(f"an interval over replicates needs at least 2, got {len(estimates)}")
     values = np.array([estimate.value for estimate in estimates], dtype=float)
+    nulls = [estimate.null for estimate in estimates]
+    null = None
+    if all(draws is not None for draws in nulls):
+        # each replicate's null drawn apart: replicates of one size share a target index,
+        # hence a seed, so each is shuffled by its own position first
+        null = np.mean([np.random.default_rng(i).permutation(draws)
+                        for i, draws in enumerate(nulls)], axis=0)
     return Estimate(float(values.mean()), values, "replicates",
-                    all(estimate.resolvable for estimate in estimates))
+                    all(estimate.resolvable for estimate in estimates), null)
 
 
 def metric_table(scores: pd.DataFrame, fprs: Iterable[float], seed: int,
@@ -399,6 +475,7 @@ def estimates(table: pd.DataFrame) -> dict[str, Estimate]:
     names = [c for c in table.columns
              if c not in ("target", "replicate", "n_members", "n_nonmembers", "score_seconds")]
     n_in, n_out = int(points["n_members"].min()), int(points["n_nonmembers"].min())
+    rows = points.to_dict("records")
     result = {}
     for name in names:
         value = float(points[name].mean())
@@ -411,5 +488,9 @@ def estimates(table: pd.DataFrame) -> dict[str, Estimate]:
             replicates = table[table["replicate"] >= 0].pivot(index="replicate",
                                                                columns="target", values=name)
             draws, method = replicates.mean(axis=1).to_numpy(float), "bootstrap"
-        result[name] = Estimate(value, draws, method, resolvable(name, n_in, n_out))
+        nulls = [null_draws(name, point, np.random.default_rng([int(point["target"]),
+                                                                 zlib.crc32(name.encode())]))
+                 for point in rows]
+        null = None if any(draws is None for draws in nulls) else np.mean(nulls, axis=0)
+        result[name] = Estimate(value, draws, method, resolvable(name, n_in, n_out), null)
     return result

@@ -260,3 +260,64 @@ def test_empirical_fprs_of_three_repetitions_are_judged_over_them():
     np.testing.assert_allclose(estimate.draws, shares)
     half = 4.302653 * shares.std(ddof=1) / np.sqrt(3)
     assert estimate.interval() == pytest.approx((shares.mean() - half, shares.mean() + half))
+
+
+def _audit(rng, shift: float, n_in: int = 300, n_out: int = 1500, rate: float = 0.3
+           ) -> pd.DataFrame:
+    """One target's scores file: scores ``N(shift * member, 1)``, calls at ``rate`` (and at
+    ``rate + shift / 2`` for members)."""
+    member = np.repeat([True, False], [n_in, n_out])
+    return pd.DataFrame({"sample": np.arange(n_in + n_out), "target": 0, "member": member,
+                         "score": rng.normal(shift * member, 1.0),
+                         "decision": rng.random(n_in + n_out) < rate + shift / 2 * member})
+
+
+NULL_METRICS = ("auc", "tpr@1%", "precision@1%", "accuracy", "advantage", "precision")
+
+
+def test_null_draws_follow_an_attack_without_signal():
+    """Audits of scores and calls that ignore membership: each metric's mean and spread over
+    500 of them match :func:`null_draws` at the same size."""
+    rng = np.random.default_rng(3)
+    points = pd.concat([u.metric_table(_audit(rng, 0.0), (0.01,), seed=0, n_boot=1)
+                        for _ in range(500)])
+    points = points[points["replicate"] < 0]
+    for metric in NULL_METRICS:
+        draws = u.null_draws(metric, points.iloc[0].to_dict(), np.random.default_rng(0), 20_000)
+        observed = points[metric].to_numpy(float)
+        assert abs(observed.mean() - draws.mean()) < 0.2 * draws.std(), metric
+        assert observed.std() == pytest.approx(draws.std(), rel=0.15), metric
+    assert u.null_draws("recall", points.iloc[0].to_dict(), rng) is None  # no chance level
+    assert u.null_draws("pinball@1%", points.iloc[0].to_dict(), rng) is None
+
+
+def test_the_chance_test_over_replicates_keeps_its_level_and_pools_their_records():
+    """Without signal, an attack is told from chance in about 5% of studies of 3 replicates;
+    with a weak one (AUC 0.54, advantage 0.075), the test on every replicate's records at once
+    finds it almost always, where the t(2) interval over the replicates' values rarely does
+    (it made "no signal" a coin toss from one seed to the next)."""
+    rng = np.random.default_rng(5)
+    trials = 100
+    for shift, bounds in ((0.0, (0.0, 0.12)), (0.15, (0.85, 1.0))):
+        found = {metric: 0 for metric in ("auc", "advantage")}
+        t_found = dict(found)
+        for _ in range(trials):
+            tables = [u.estimates(u.metric_table(_audit(rng, shift), (0.01,), seed=i, n_boot=1))
+                      for i in range(3)]
+            for metric in found:
+                estimate = u.over_replicates([table[metric] for table in tables])
+                chance = u.chance_level(metric)
+                found[metric] += not estimate.consistent_with_chance(chance)
+                low, high = estimate.interval()
+                t_found[metric] += not low <= chance <= high
+        for metric, count in found.items():
+            assert bounds[0] <= count / trials <= bounds[1], (shift, metric, count / trials)
+            if shift:
+                assert t_found[metric] < count - 30, (metric, t_found[metric], count)
+
+
+def test_without_null_draws_the_chance_test_reads_the_interval():
+    estimate = u.Estimate(0.52, np.linspace(0.49, 0.55, 101), "bootstrap")
+    assert estimate.consistent_with_chance(0.5)
+    assert not estimate.consistent_with_chance(0.48)
+    assert (estimate - estimate).null is None  # a difference has no chance level

@@ -36,7 +36,9 @@ form a closed vocabulary (:data:`VERDICTS`):
 - **not resolvable**: the audit cannot resolve the metric (too few non-members for a TPR at
   that FPR, or too few members or non-members), so there is no interval to read;
 - **no signal**: an ordering or parity of attacks whose every side is indistinguishable from
-  chance (each interval contains the metric's chance level) and which the paired comparison
+  chance (its value lies within what the audit's records give an attack without signal, over
+  every replicate's records at once: :meth:`miarepro.uncertainty.Estimate.consistent_with_chance`)
+  and which the paired comparison
   cannot tell apart either (its interval contains no difference): such a claim cannot be
   tested, and a "holds" there would be vacuous. Sides at chance that the paired interval
   does tell apart (replicates move together) are tested like any others;
@@ -245,13 +247,13 @@ def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimat
 
 
 def _at_chance(claim: Claim, a: Estimate, b: Estimate) -> bool:
-    """Whether every side's interval contains its metric's chance level (False where the
-    metric has none)."""
+    """Whether no side can be told from its metric's chance level (False where the metric has
+    none): each is tested against its draws had the attack no signal
+    (:meth:`~miarepro.uncertainty.Estimate.consistent_with_chance`)."""
     sides = ((a, claim.a), (b, claim.b or claim.a))
     for estimate, side in sides:
         level = uncertainty.chance_level(side.get("metric", claim.metric))
-        low, high = estimate.interval()
-        if level is None or not low <= level <= high:
+        if level is None or not estimate.consistent_with_chance(level):
             return False
     return True
 
@@ -530,7 +532,9 @@ VERDICT_TEXT = (
     "over the study's replicates where it has several) "
     "lies wholly on the claimed side; **fails**: wholly on the other side; **inconclusive**: it "
     "straddles; **not resolvable**: the audit cannot resolve the metric (n/r); **no signal**: "
-    "every attack the claim compares is indistinguishable from chance and the paired "
+    "every attack the claim compares is indistinguishable from chance (its value lies within "
+    "what an attack without signal gets on the same audited records, pooled over replicates) "
+    "and the paired "
     "interval does not tell them apart either, so an ordering or a parity cannot be tested; "
     "**not run**: the run has no study or attack for it (the row "
     "says which). An `equals` claim (a theorem's value) holds when the interval lies within "
