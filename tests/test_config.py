@@ -329,7 +329,8 @@ def test_partition_replicates_are_repetitions_of_the_study(default):
     config["studies"]["sm-digits"]["replicates"] = 3  # one target: two more
     config["studies"]["sm-bcw"].update(replicates=3, targets=5)  # already more: kept
     studies = cfg.validate(config)["studies"]
-    assert not [name for name, study in studies.items() if "replicate_of" in study]
+    copied = {study["replicate_of"] for study in studies.values() if "replicate_of" in study}
+    assert all(studies[name]["split"]["scheme"] == "balanced" for name in copied)
     assert studies["bmia-mnist"]["targets"] == studies["bmia-mnist-ood"]["targets"] == 3
     assert studies["qmia-grid-lenet"]["targets"] == 3  # audits bmia-mnist's models
     assert (studies["sm-digits"]["targets"], studies["sm-bcw"]["targets"]) == (3, 5)
