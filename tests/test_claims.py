@@ -143,6 +143,12 @@ def test_equals_verdict_is_an_equivalence_test_within_the_margin(flagged, margin
     assert cl.verdict(claim("equals", 1.0, "fpr@1%", margin), fpr, None)[0] == expected
 
 
+def test_an_equals_claim_reads_printed_numbers_with_its_margin():
+    theorem = claim("equals", 1.0, "fpr@1%", 0.5)
+    assert theorem.holds_on(1.4, None) and theorem.holds_on(0.6, None)
+    assert not theorem.holds_on(1.6, None)
+
+
 def test_ratio_verdict():
     a, b = estimate(0.06, 0.001), estimate(0.02, 0.001)
     assert cl.verdict(claim("ratio_at_least", 2.5), a, b)[0] == "holds"

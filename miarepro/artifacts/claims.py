@@ -103,6 +103,8 @@ class Claim:
     def holds_on(self, a: float, b: float | None) -> bool:
         """The claim evaluated on point values (in the paper's units); for a trend, ``a`` is
         the metric where ``over`` is largest and ``b`` where it is smallest."""
+        if self.kind == "equals":  # within the margin the verdict allows
+            return abs(a - self.value) <= self.margin
         return _compare(self.kind, a, b, self.value)
 
 
@@ -199,8 +201,6 @@ def _compare(kind: str, a: float, b: float | None, value: float | None) -> bool:
         return a >= value
     if kind == "at_most":
         return a <= value
-    if kind == "equals":
-        return a == value
     if kind == "ratio_at_most":
         return a / b <= value
     return a / b >= value
