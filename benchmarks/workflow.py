@@ -32,13 +32,15 @@ from pathlib import Path
 
 import yaml
 
+from miarepro.config import validate
 from report import emit  # benchmarks/report.py (a script's folder is on sys.path)
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
              "--configfile", str(ROOT / "config" / "config.yaml"),
              "--profile", str(ROOT / "profiles" / "local")]  # the README's command: 2 cores
-STUDIES = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["studies"]
+#: the studies as the workflow sees them: a balanced study's replicates are generated studies
+STUDIES = validate(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))["studies"]
 #: roles whose models train ten to a job, per study
 TEN_PER_JOB = {name: study.get("ten_per_job", []) for name, study in STUDIES.items()}
 

@@ -355,7 +355,9 @@ class Estimate:
     def consistent_with_chance(self, chance: float, level: float = LEVEL) -> bool:
         """Whether the value cannot be told from ``chance``: it lies within the central
         ``level`` of the draws had the attack no signal, or without them, the interval
-        contains ``chance``."""
+        contains ``chance``. The draws are the exact reference where known: at a small audit
+        they centre off the nominal level (precision@1% of an attack without signal averages
+        about 0.6 with 1,500 non-members, as the conservative threshold flags few of them)."""
         if self.null is None:
             low, high = self.interval(level)
             return low <= chance <= high
