@@ -171,15 +171,11 @@ def main() -> None:
         rows.append(("models planned / trained / distinct (dataset, training indices, seed, "
                      "architecture, recipe)",
                      f"{planned} / {len(cards)} / {len(distinct)}"))
-        train_seconds = sum(i["train_seconds"] for i in infos)
-        rows.append(("sum of in-job training seconds", f"{train_seconds:.0f} s"))
-        benches = (work / "results" / "benchmarks").glob("*/score-*.tsv")
-        seconds = sum(float(b.read_text().splitlines()[1].split("\t")[0]) for b in benches)
-        rows.append(("sum of score-job seconds", f"{seconds:.0f} s"))
-        fits = (work / "results" / "studies").glob("*/fits/*/*.json")
-        seconds = sum(json.loads(card.read_text())["fit_seconds"] for card in fits)
-        rows.append(("sum of in-job fit seconds", f"{seconds:.0f} s"))
         per_job = job_seconds(work)
+        for stage, label in (("train", "in-job training"), ("score", "score-job"),
+                             ("fit", "in-job fit")):
+            seconds = sum(s for name, s in per_job if name.split("/")[1] == stage)
+            rows.append((f"sum of {label} seconds", f"{seconds:.0f} s"))
         rows.append(("in-job seconds by study (training, fits, scoring)", ", ".join(
             f"{study} {seconds:.0f}" for study, seconds in study_seconds(per_job))))
         in_job = sum(seconds for _, seconds in per_job)

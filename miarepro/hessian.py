@@ -208,7 +208,7 @@ class _LayerInput:
 
 
 def _mlp_products(flat: FlatLoss, activation_slopes: list[float | None],
-                  layer_input: _LayerInput | torch.Tensor, labels: torch.Tensor,
+                  layer_input: _LayerInput, labels: torch.Tensor,
                   vectors: torch.Tensor) -> torch.Tensor:
     """Hessian-vector products of the mean cross-entropy of one data batch of an MLP
     (:func:`_mlp_slopes`) at ``flat.theta``, for ``k`` vectors at once (Pearlmutter's R
@@ -218,9 +218,7 @@ def _mlp_products(flat: FlatLoss, activation_slopes: list[float | None],
     Directional derivatives are held as ``(n, k, width)``, so that every product with a
     layer's inputs, for all ``k`` vectors, is one ``(n, d) x (d, k width)`` matrix product:
     no batched products of small matrices, no transposed copies of ``(n, k, .)`` tensors.
-    ``layer_input``: the batch's inputs (:class:`_LayerInput`, or a dense tensor)."""
-    if not isinstance(layer_input, _LayerInput):
-        layer_input = _LayerInput(layer_input, layer_input.T)
+    ``layer_input``: the batch's inputs and their transpose (:class:`_LayerInput`)."""
     k, n, depth = len(vectors), len(labels), len(activation_slopes)
     shapes, params = flat.shapes, torch.split(flat.theta, flat.sizes)
     directions = torch.split(vectors, flat.sizes, dim=1)

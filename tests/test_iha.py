@@ -253,7 +253,8 @@ def test_mostly_zero_inputs_take_sparse_products_with_equal_results(dtype):
     assert hessian._LayerInput.of(inputs).rows.layout == torch.sparse_csr
     assert hessian._LayerInput.of(inputs + 1).rows.layout == torch.strided  # dense stays dense
     vectors = torch.randn(9, flat.size, dtype=dtype)
-    dense = sum(hessian._mlp_products(flat, hessian._mlp_slopes(flat.model), inputs[rows],
+    dense = sum(hessian._mlp_products(flat, hessian._mlp_slopes(flat.model),
+                                      hessian._LayerInput(inputs[rows], inputs[rows].T),
                                       labels[rows], vectors) * (rows.stop - rows.start) / 90
                 for rows in (slice(0, 40), slice(40, 90)))
     sparse = hessian.hvp_function(flat, X, y, batch_size=40)(vectors)
