@@ -285,6 +285,48 @@ def test_an_ensemble_trains_each_model_on_its_own_rows():
         assert torch.allclose(ensemble.module(k)(X), logits[k], atol=1e-5)
 
 
+def test_a_convolutional_stack_trains_one_by_one_as_under_vmap(monkeypatch):
+    """On a CPU a LeNet stack runs its models one after another (vmap's grouped convolutions
+    are slower there): same batches, same updates, so the same models as under ``vmap``."""
+    from miarepro import ensemble as stacks
+
+    rng = np.random.default_rng(0)
+    X = torch.tensor(rng.normal(size=(64, 1, 28, 28)), dtype=torch.float32)
+    y = torch.tensor(rng.integers(0, 10, 64))
+    subsets = np.stack([rng.choice(64, 32, replace=False) for _ in range(2)])
+
+    def train(one_by_one: bool) -> torch.Tensor:
+        monkeypatch.setattr(stacks, "_one_by_one", lambda base, device: one_by_one)
+        trained = train_ensemble(lambda: build_model({"arch": "lenet"}, (1, 28, 28), 10), X, y,
+                                 subsets, {**RECIPE, "epochs": 2, "batch_size": 8}, seed=0)
+        assert trained.one_by_one is one_by_one
+        return trained(X)
+
+    assert stacks._one_by_one(build_model({"arch": "lenet"}, (1, 28, 28), 10),
+                              torch.device("cpu"))
+    torch.testing.assert_close(train(True), train(False), atol=1e-4, rtol=1e-4)
+
+
+def test_the_attack_models_train_in_float32_as_in_float64(monkeypatch):
+    """general-wb's displacements and meta model train in float32 (half the memory traffic of
+    float64, which they used to train in): the same predictions to float32's tolerance."""
+    from miarepro.attacks import stolen_memories as sm
+
+    generator = torch.Generator().manual_seed(0)
+    layers = [tuple(torch.randn(96, width, generator=generator) for _ in range(3))
+              + tuple(torch.randn(96, generator=generator) for _ in range(2)) for width in (12, 5)]
+    labels = (torch.rand(96, generator=generator) < 0.5).float()
+
+    def predictions(dtype: str) -> np.ndarray:
+        monkeypatch.setattr(sm, "_MODEL_DTYPE", dtype)
+        torch.manual_seed(0)  # the same initial weights
+        model = sm._train(sm._general_wb_model(2, 4, 4), layers, labels, 8, 1e-2, seed=0)
+        assert next(model.parameters()).dtype == getattr(torch, dtype)
+        return sm._predict(model, layers)
+
+    np.testing.assert_allclose(predictions("float32"), predictions("float64"), atol=1e-4)
+
+
 def test_a_lenet_target_is_attacked_at_each_of_its_layers():
     """The LeNet-5 path of the default run's Figure 9: a fit with ``layers: all`` slices the
     target before both convolutions and the three dense layers, scores every record at each,
