@@ -56,7 +56,7 @@ _ADAM_BATCH = 128
 _META_HIDDEN = 16  # §4.2: the meta model over bayes-wb's layers is an MLP of 16 hidden units
 #: the meta models' and displacements' dtype: general-wb runs its displacement on every
 #: feature of every row (2,564 per row on a LeNet), so float32 halves its memory traffic;
-#: float64 gave the same predictions to 1e-4 (tests) and took twice as long
+#: float64 gave the same predictions to 1e-4 (tests) and took twice as long on a LeNet
 _MODEL_DTYPE = "float32"
 
 
