@@ -295,6 +295,7 @@ def test_balanced_replicates_are_the_study_under_new_seeds_with_their_sources_re
     generated copy under new seeds, taking its reference models from the same replicate of
     the study that trains them."""
     config = copy.deepcopy(default)
+    config["replicates"] = 1  # the study's own key, not the default config's least number
     config["studies"]["subpop-mnist"]["replicates"] = 3
     mnist = config["studies"]["iha-mnist"]
     mnist["replicates"] = 3
@@ -323,6 +324,7 @@ def test_partition_replicates_are_repetitions_of_the_study(default):
     replicates are repetitions (targets), generated copies of nothing, and the studies that
     audit its models audit every repetition."""
     config = copy.deepcopy(default)
+    config["replicates"] = 1  # the study's own key, not the default config's least number
     for name in ("bmia-mnist", "bmia-mnist-mlp", "sm-digits"):  # one target each, as if
         config["studies"][name]["targets"] = 1                      # the default had one
     config["studies"]["bmia-mnist"]["replicates"] = 3
@@ -339,6 +341,7 @@ def test_partition_replicates_are_repetitions_of_the_study(default):
     assert paths.independent_runs("sm-bcw", config) == 5
     source_studies = studies
     config = copy.deepcopy(default)  # a source with as many repetitions needs no replicates
+    config["replicates"] = 1
     config["studies"]["bmia-mnist"]["targets"] = 3
     config["studies"]["bmia-mnist-ood"]["replicates"] = 3
     assert cfg.validate(config)["studies"]["bmia-mnist-ood"]["targets"] == 3
@@ -362,7 +365,8 @@ def test_top_level_replicates_are_every_studys_least(default):
     assert len(studies) == len(originals) + 2 * len(balanced) + 1
     assert paths.replicates_of("iha-mnist", config)[-1] == "iha-mnist-r3"
     assert studies["bmia-mnist-ood"]["targets"] == 3
-    assert cfg.validate(copy.deepcopy(default))["replicates"] == 1
+    unset = {key: value for key, value in copy.deepcopy(default).items() if key != "replicates"}
+    assert cfg.validate(unset)["replicates"] == 1
 
 
 @pytest.mark.parametrize(("edit", "words"), [
