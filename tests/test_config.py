@@ -364,16 +364,16 @@ def test_top_level_replicates_are_every_studys_least(default):
     balanced = [name for name in originals if studies[name]["split"]["scheme"] == "balanced"]
     assert len(studies) == len(originals) + 2 * len(balanced) + 1
     assert paths.replicates_of("iha-mnist", config)[-1] == "iha-mnist-r3"
-    assert studies["bmia-mnist-ood"]["targets"] == 3
+    assert studies["bmia-mnist-ood"]["targets"] == studies["bmia-mnist"]["targets"]
     unset = {key: value for key, value in copy.deepcopy(default).items() if key != "replicates"}
     assert cfg.validate(unset)["replicates"] == 1
 
 
 @pytest.mark.parametrize(("edit", "words"), [
     (lambda c: c.update(replicates=0), ["config key replicates"]),
-    (lambda c: c["studies"]["bmia-mnist-ood"].update(replicates=4),
+    (lambda c: c["studies"]["bmia-mnist-ood"].update(replicates=6),
      ["studies.bmia-mnist-ood.replicates",
-      "study 'bmia-mnist', whose models it uses, has 3 repetitions (targets)"]),
+      "study 'bmia-mnist', whose models it uses, has 5 repetitions (targets)"]),
     (lambda c: (c["studies"]["iha-mnist"].update(replicates=2), c["studies"].update(
         {"iha-mnist-r1": copy.deepcopy(c["studies"]["iha-mnist-odd"])})),
      ["studies.iha-mnist-r1", "replicate 1 of study 'iha-mnist'"]),
