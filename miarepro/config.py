@@ -64,7 +64,7 @@ def _expand_replicates(config: dict[str, Any]) -> None:
     ``reference_study`` point at the same replicate of those studies, and it records
     ``replicate_of``; artifacts name the first replicate only. Repetitions cost no score,
     split or artifact job of their own. The top-level ``replicates`` is every study's least
-    number (``--config replicates=3``)."""
+    number (the default config sets 3; ``--config replicates=1`` drops what it adds)."""
     studies = config["studies"]
     for study in studies.values():
         study["replicates"] = max(study["replicates"], config["replicates"])
