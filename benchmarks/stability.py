@@ -11,6 +11,11 @@ reads are built, in ``DIR`` (a new directory). ``--first`` names the results of 
 already made (its ``results/`` is read, and its claims are rebuilt with the current code);
 without it, the first run is made too, in ``DIR/first``. A verdict agrees when both runs give
 the same word for a (claim, study) row; rows "not run" in both are left out.
+
+It then asks what more replicates would buy (:func:`predicted`): each row testable in both
+runs is drawn anew under a normal model of its replicate-level quantity (the two runs' mean and
+pooled spread) and decided by the claims' own rule, at its replicate count and at 5, 10 and
+20; the report gives the expected agreement and resolved share, overall and study by study.
 """
 
 from __future__ import annotations
@@ -22,13 +27,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
+from scipy.special import stdtrit
 from workflow import ROOT, SNAKEMAKE, timed  # benchmarks/workflow.py
 
+from miarepro.artifacts import claims as claims_module
+from miarepro.uncertainty import LEVEL, Estimate
 from report import emit  # benchmarks/report.py
 
 SEED_SHIFT = 100_000  # above any replicate's seed step, so no run repeats another's draw
+TESTABLE = ["holds", "fails", "inconclusive"]
+COUNTS = (5, 10, 20)  # replicate counts the prediction tries
 
 
 def shifted(config: dict, shift: int) -> dict:
@@ -73,6 +84,71 @@ def agreement(first: pd.DataFrame, second: pd.DataFrame) -> tuple[pd.DataFrame, 
     return both, pd.crosstab(both["verdict_first"], both["verdict_second"])
 
 
+def predicted(first: pd.DataFrame, second: pd.DataFrame, draws: int = 1000,
+              seed: int = 0) -> pd.DataFrame:
+    """Per row testable in both runs: its replicate count, and at that count and at each of
+    :data:`COUNTS` (or its own where higher) the chance that two runs agree (the sum of each
+    verdict's squared probability) and the chance of a verdict (holds or fails).
+
+    The replicate-level quantity is modelled as normal, with the two runs' mean and their
+    pooled replicate spread (read back from each Student-t interval); a trend's interval is
+    Welch's, read as if it had n - 1 degrees of freedom. Replicates cannot remove the rows
+    whose quantity sits on the claimed boundary: those stay a coin toss."""
+    claims = {claim.id: claim for paper in first["paper"].unique()
+              for claim in claims_module.load_claims(paper)}
+    key = ["claim", "study"]
+    both = first.merge(second, on=key, suffixes=("_1", "_2"))
+    both = both[both["verdict_1"].isin(TESTABLE) & both["verdict_2"].isin(TESTABLE)
+                & (both["replicates_1"] >= 2)]
+    rng = np.random.default_rng(seed)
+    rows = []
+    for row in both.itertuples(index=False):
+        now = int(row.replicates_1)
+        t = stdtrit(now - 1, 0.5 + LEVEL / 2)
+        spreads = [(row.quantity_high_1 - row.quantity_low_1) / 2 / t * np.sqrt(now),
+                   (row.quantity_high_2 - row.quantity_low_2) / 2 / t * np.sqrt(now)]
+        centre, spread = (row.quantity_1 + row.quantity_2) / 2, np.sqrt(np.mean(
+            np.square(spreads)))
+        out = {"claim": row.claim, "study": row.study, "replicates": now,
+               "agree_observed": row.verdict_1 == row.verdict_2}
+        shares = {}
+        for count in sorted({now, *(max(now, c) for c in COUNTS)}):
+            values = rng.normal(centre, spread, (draws, count))
+            shares[count] = pd.Series([claims_module.decide(
+                claims[row.claim], Estimate(float(v.mean()), v, "replicates")) for v in values]
+            ).value_counts(normalize=True)
+        for label, count in [("now", now), *((str(c), max(now, c)) for c in COUNTS)]:
+            out[f"agree_{label}"] = float((shares[count]**2).sum())
+            out[f"resolved_{label}"] = float(shares[count].drop("inconclusive",
+                                                                errors="ignore").sum())
+        rows.append(out)
+    return pd.DataFrame(rows)
+
+
+def prediction_lines(both: pd.DataFrame, table: pd.DataFrame) -> list[str]:
+    """The report's section on what more replicates would buy."""
+    fixed = len(both) - len(table)  # rows not drawn: counted as they agreed or not
+    fixed_agree = int((both["verdict_first"] == both["verdict_second"]).sum()
+                      - table["agree_observed"].sum())
+    columns = ["now", *map(str, COUNTS)]
+    agree = [(fixed_agree + table[f"agree_{c}"].sum()) / len(both) for c in columns]
+    resolved = [table[f"resolved_{c}"].mean() for c in columns]
+    studies = table.groupby("study").agg(
+        rows=("claim", "size"), replicates=("replicates", "first"),
+        agree_observed=("agree_observed", "sum"),
+        **{f"agree_{c}": (f"agree_{c}", "sum") for c in columns}).round(1)
+    studies["gain_at_10"] = studies["agree_10"] - studies["agree_now"]
+    return ["", "What more replicates would buy (every study at its count or more; rows "
+            f"testable in both runs drawn anew, {fixed} others as they are):", "",
+            "| | now | " + " | ".join(f"{c} or more" for c in COUNTS) + " |",
+            "|---|---|" + "---|" * len(COUNTS),
+            "| verdicts that agree | " + " | ".join(f"{a:.0%}" for a in agree) + " |",
+            "| resolved, of rows testable in both | "
+            + " | ".join(f"{r:.0%}" for r in resolved) + " |", "",
+            "By study (rows agreeing: observed, expected now, expected with more replicates):",
+            "", studies.sort_values("gain_at_10", ascending=False).to_markdown()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path, help="a new directory for the runs")
@@ -96,8 +172,9 @@ def main() -> None:
         second = args.keep / "second"
         rows.append((f"second run, seeds + {args.shift * SEED_SHIFT:,} (claims only), 2 cores",
                      f"{run_claims(second, shifted(default, args.shift * SEED_SHIFT)):.0f} s"))
-    both, table = agreement(claims_of(first, default_path),
-                            claims_of(second, second / "config.yaml"))
+    first_claims = claims_of(first, default_path)
+    second_claims = claims_of(second, second / "config.yaml")
+    both, table = agreement(first_claims, second_claims)
     testable = both[both["verdict_first"].isin(["holds", "fails", "inconclusive"])
                     | both["verdict_second"].isin(["holds", "fails", "inconclusive"])]
     same = (both["verdict_first"] == both["verdict_second"])
@@ -113,7 +190,8 @@ def main() -> None:
     lines = ["| measure | value |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows), "",
              "Verdicts, first run (rows) x second run (columns):", "",
              table.to_markdown(), "", "Rows whose verdict changed:", "",
-             changed.to_markdown(index=False) if len(changed) else "none"]
+             changed.to_markdown(index=False) if len(changed) else "none",
+             *prediction_lines(both, predicted(first_claims, second_claims))]
     emit(lines, args.out)
 
 

@@ -361,8 +361,9 @@ def test_top_level_replicates_are_every_studys_least(default):
     originals = [name for name, study in studies.items() if "replicate_of" not in study]
     assert all(paths.independent_runs(name, config) >= 3 for name in originals)
     assert paths.independent_runs("iha-mnist", config) == 4
+    assert paths.independent_runs("iha-mnist-odd", config) == 5  # its own, above 3
     balanced = [name for name in originals if studies[name]["split"]["scheme"] == "balanced"]
-    assert len(studies) == len(originals) + 2 * len(balanced) + 1
+    assert len(studies) == len(originals) + 2 * len(balanced) + 1 + 2
     assert paths.replicates_of("iha-mnist", config)[-1] == "iha-mnist-r3"
     assert studies["bmia-mnist-ood"]["targets"] == studies["bmia-mnist"]["targets"]
     unset = {key: value for key, value in copy.deepcopy(default).items() if key != "replicates"}

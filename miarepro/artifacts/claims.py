@@ -209,27 +209,36 @@ def _compare(kind: str, a: float, b: float | None, value: float | None) -> bool:
 def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimate]:
     """(one of :data:`VERDICTS` but "not run", the compared quantity) from paired estimates,
     or for a trend from the estimates of two studies trained apart."""
-    scale = uncertainty.percent_scale(claim.metric, claim.paper)  # claims: the paper's units
-    kind = "greater" if claim.kind in ("matched_best", *TRENDS) else claim.kind
     if claim.kind in TRENDS:  # a: where `over` is largest, b: smallest; two studies apart
         quantity = (uncertainty.difference_across_studies(a, b) if claim.kind == "increases"
                     else uncertainty.difference_across_studies(b, a))
-        threshold = 0.0
-    elif kind in ("greater", "close", "not_below"):
-        quantity, threshold = a - b, 0.0 if kind == "greater" else claim.value / scale
+    elif claim.kind in ("greater", "matched_best", "close", "not_below"):
+        quantity = a - b
     elif claim.kind.startswith("ratio"):
-        quantity, threshold = a.ratio(b), claim.value
+        quantity = a.ratio(b)
     else:
-        quantity, threshold = a, claim.value / scale
+        quantity = a
     if not quantity.resolvable:
         return "not resolvable", quantity
-    low, high = quantity.interval()
     if claim.kind in COMPARISONS and _at_chance(claim, a, b):
         # sides at chance whose paired comparison still tells them apart are testable: the
         # difference (ratio) excludes what two attacks at chance would give, 0 (1)
         null = 1.0 if claim.kind.startswith("ratio") else 0.0
+        low, high = quantity.interval()
         if low <= null <= high:
             return "no signal", quantity
+    return decide(claim, quantity), quantity
+
+
+def decide(claim: Claim, quantity: Estimate) -> str:
+    """holds, fails or inconclusive: where the compared quantity's interval lies against the
+    claimed boundary (:func:`verdict` computes the quantity; the stability benchmark draws
+    it anew to ask what more replicates would change)."""
+    scale = uncertainty.percent_scale(claim.metric, claim.paper)  # claims: the paper's units
+    kind = "greater" if claim.kind in ("matched_best", *TRENDS) else claim.kind
+    threshold = (0.0 if kind == "greater" else claim.value if kind.startswith("ratio")
+                 else claim.value / scale)
+    low, high = quantity.interval()
     if kind == "greater":
         holds, fails = low > threshold, high < threshold
     elif kind == "not_below":  # not reversed beyond the tolerance, or reversed beyond it
@@ -243,7 +252,7 @@ def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimat
         holds, fails = high <= threshold, low > threshold
     else:
         holds, fails = low >= threshold, high < threshold
-    return ("holds" if holds else "fails" if fails else "inconclusive"), quantity
+    return "holds" if holds else "fails" if fails else "inconclusive"
 
 
 def _at_chance(claim: Claim, a: Estimate, b: Estimate) -> bool:
