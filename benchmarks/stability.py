@@ -92,14 +92,17 @@ def predicted(first: pd.DataFrame, second: pd.DataFrame, draws: int = 1000,
 
     The replicate-level quantity is modelled as normal, with the two runs' mean and their
     pooled replicate spread (read back from each Student-t interval); a trend's interval is
-    Welch's, read as if it had n - 1 degrees of freedom. Replicates cannot remove the rows
-    whose quantity sits on the claimed boundary: those stay a coin toss."""
+    Welch's, read as if it had n - 1 degrees of freedom. A row whose quantity lies within
+    about an interval's half-width of the claimed boundary agrees by chance; more replicates
+    narrow that band as 1 / sqrt(n), no faster."""
     claims = {claim.id: claim for paper in first["paper"].unique()
               for claim in claims_module.load_claims(paper)}
     key = ["claim", "study"]
     both = first.merge(second, on=key, suffixes=("_1", "_2"))
+    bounds = both[["quantity_1", "quantity_low_1", "quantity_high_1", "quantity_2",
+                   "quantity_low_2", "quantity_high_2"]]
     both = both[both["verdict_1"].isin(TESTABLE) & both["verdict_2"].isin(TESTABLE)
-                & (both["replicates_1"] >= 2)]
+                & (both["replicates_1"] >= 2) & np.isfinite(bounds).all(axis=1)]
     rng = np.random.default_rng(seed)
     rows = []
     for row in both.itertuples(index=False):
@@ -175,8 +178,7 @@ def main() -> None:
     first_claims = claims_of(first, default_path)
     second_claims = claims_of(second, second / "config.yaml")
     both, table = agreement(first_claims, second_claims)
-    testable = both[both["verdict_first"].isin(["holds", "fails", "inconclusive"])
-                    | both["verdict_second"].isin(["holds", "fails", "inconclusive"])]
+    testable = both[both["verdict_first"].isin(TESTABLE) | both["verdict_second"].isin(TESTABLE)]
     same = (both["verdict_first"] == both["verdict_second"])
     rows += [("rows compared (claim x study, not 'not run' in both)", str(len(both))),
              ("verdicts that agree", f"{same.sum()} ({same.mean():.0%})"),
