@@ -1,0 +1,37 @@
+"""The stability benchmark's prediction of what more replicates would buy, on hand cases."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+from scipy.special import stdtrit
+
+from miarepro.artifacts import claims
+from miarepro.uncertainty import Estimate
+
+sys.path.append(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import stability  # benchmarks/stability.py, found through the path above
+
+
+def _runs(quantity: float, half_width: float, replicates: int = 3) -> pd.DataFrame:
+    """One row of a "greater" claim, as the claims table of a run gives it (twice the same)."""
+    claim = next(c for c in claims.load_claims("bmia") if c.kind == "greater")
+    verdict = claims.decide(claim, Estimate(quantity, [quantity], "bootstrap"))
+    return pd.DataFrame([{
+        "claim": claim.id, "study": "s", "paper": "bmia", "verdict": verdict,
+        "replicates": float(replicates), "quantity": quantity,
+        "quantity_low": quantity - half_width, "quantity_high": quantity + half_width}])
+
+
+def test_rows_far_from_their_boundary_agree_and_rows_on_its_edge_toss_a_coin():
+    far = stability.predicted(_runs(0.05, 0.01), _runs(0.05, 0.01)).iloc[0]
+    assert far["agree_now"] > 0.99 and far["resolved_now"] > 0.99
+    # the interval's lower end on 0: "holds" about half the time at 3 replicates (a little
+    # more: the spread of 3 values falls below its truth more often than above)
+    edge = stability.predicted(_runs(0.02, 0.02), _runs(0.02, 0.02)).iloc[0]
+    assert 0.4 < edge["resolved_now"] < 0.7 and 0.45 < edge["agree_now"] < 0.6
+    # at 20 replicates the interval is 4.3 / 2.09 x sqrt(20 / 3) = 5.3 times narrower
+    assert edge["resolved_20"] > 0.99 and edge["agree_20"] > 0.98
+    assert stdtrit(2, 0.975) / stdtrit(19, 0.975) * (20 / 3) ** 0.5 > 5
