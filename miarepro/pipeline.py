@@ -258,10 +258,10 @@ class StudyFiles:
 
     def query(self, role: str, index: int, inputs: np.ndarray) -> np.ndarray:
         """Logits ``(n, C)`` of model ``role/index`` on ``inputs`` (eval mode, no gradient)."""
-        from miarepro.training import predict_logits
+        from miarepro.training import device, predict_logits
 
-        if (role, index) not in self._loaded:
-            self._loaded[(role, index)] = self.load_model(role, index)
+        if (role, index) not in self._loaded:  # on the GPU where there is one: MERLIN's fit
+            self._loaded[(role, index)] = self.load_model(role, index).to(device())
         logits = predict_logits(self._loaded[(role, index)], np.asarray(inputs, dtype=np.float32))
         return logits[0].astype(np.float64)
 
@@ -276,6 +276,7 @@ def fit(settings: dict[str, Any], study: StudyFiles, group: int, arrays_path: st
     import torch
 
     from miarepro.attacks import get_attack
+    from miarepro.training import device
 
     torch.set_num_threads(threads)
     spec = get_attack(settings["attack"])
@@ -284,7 +285,8 @@ def fit(settings: dict[str, Any], study: StudyFiles, group: int, arrays_path: st
     seconds = time.perf_counter() - start
     io.write_arrays(arrays_path, **arrays)
     card = {"attack": spec.name, "group": group, "settings": settings, "info": info,
-            "fit_seconds": round(seconds, 3), "peak_memory_mb": peak_memory_mb()}
+            "fit_seconds": round(seconds, 3), "peak_memory_mb": peak_memory_mb(),
+            "device": str(device())}
     log.info("fit %s/%d: %s", spec.name, group, card)
     io.write_json(card_path, card)
 

@@ -170,30 +170,33 @@ def _fit_torch(X: np.ndarray, targets_np: np.ndarray, X_val: np.ndarray,
     from torch import nn
 
     from miarepro.models import build_model, mlp
+    from miarepro.training import device
 
+    dev = device()  # the GPU where there is one; the batch order is drawn on the CPU alike
     generator = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     outputs = 2 if head == "gaussian" else len(taus)
     model = nn.Sequential(build_model(architecture, tuple(X.shape[1:]), FEATURES), nn.ReLU(),
-                          mlp((FEATURES,), outputs, list(recipe["hidden_dims"])))
+                          mlp((FEATURES,), outputs, list(recipe["hidden_dims"]))).to(dev)
     optimizer = torch.optim.AdamW(model.parameters(), lr=recipe["lr"],
                                   weight_decay=recipe["weight_decay"])
-    inputs = torch.as_tensor(X, dtype=torch.float32)
-    targets = torch.as_tensor(targets_np, dtype=torch.float32)
-    levels_t = torch.as_tensor(taus, dtype=torch.float32)
+    inputs = torch.as_tensor(X, dtype=torch.float32, device=dev)
+    targets = torch.as_tensor(targets_np, dtype=torch.float32, device=dev)
+    levels_t = torch.as_tensor(taus, dtype=torch.float32, device=dev)
     batch_size = int(recipe["batch_size"]) * int(recipe["accumulate"])
 
     def raw(features: np.ndarray) -> np.ndarray:
         model.eval()
         with torch.no_grad():
-            return torch.cat([model(torch.as_tensor(features[i : i + 4096], dtype=torch.float32))
+            return torch.cat([model(torch.as_tensor(features[i : i + 4096], dtype=torch.float32,
+                                                    device=dev)).cpu()
                               for i in range(0, len(features), 4096)]).double().numpy()
 
     losses: list[float] = []
     best, best_state = 0, None
     for epoch in range(int(recipe["epochs"])):
         model.train()
-        order = torch.randperm(len(inputs), generator=generator)
+        order = torch.randperm(len(inputs), generator=generator).to(dev)
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
             output = model(inputs[batch])

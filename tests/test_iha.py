@@ -83,7 +83,7 @@ def _direct(ctx, eps):
     """Every IHA term by the book: autograd gradients, ``torch.func.hessian`` and an explicit
     inverse of the damped Hessian, ``grad L0`` recomputed from ``D \\ {z1}`` for each record."""
     study = ctx.study
-    model = study.load_model("target", 0).double()
+    model = study.load_model("target", 0).double().cpu()  # trained on the GPU where there is one
     names = [n for n, _ in model.named_parameters()]
     shapes = [p.shape for _, p in model.named_parameters()]
     theta0 = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
@@ -139,7 +139,7 @@ def test_without_leave_one_out_knowledge_grad_l0_is_grad_l1_for_every_record(tin
     H = _hessian(tiny)
     inverse = np.linalg.inv(H + 0.2 * np.eye(len(H)))
     flat = hessian.FlatLoss(tiny.study.load_model("target", 0))
-    v1 = hessian.per_sample_gradients(flat, tiny.study.X, tiny.study.y)[0].numpy() @ inverse
+    v1 = hessian.per_sample_gradients(flat, tiny.study.X, tiny.study.y)[0].cpu().numpy() @ inverse
     i2 = direct["I2"] + 2 * c1 * share * (v1 * v1).sum(1)
     i4 = direct["I4"] + alpha * c2 * share * (v1 * (v1 @ inverse)).sum(1)
     expected = direct["loss"] - (direct["I1"] + i2 + direct["I3"] + i4) / lr
@@ -199,7 +199,7 @@ def _assert_float32_close(approx, exact):
 def _hessian(ctx):
     flat = hessian.FlatLoss(ctx.study.load_model("target", 0))
     train = ctx.study.train
-    return hessian.hessian(flat, ctx.study.X[train], ctx.study.y[train]).numpy()
+    return hessian.hessian(flat, ctx.study.X[train], ctx.study.y[train]).cpu().numpy()
 
 
 def test_chunked_hessian_equals_torch_func_hessian():
@@ -344,4 +344,4 @@ def test_iha_separates_members_of_an_overfit_target():
 
 def _direct_losses(ctx):
     flat = hessian.FlatLoss(ctx.study.load_model("target", 0))
-    return hessian.per_sample_gradients(flat, ctx.study.X, ctx.study.y)[1].numpy()
+    return hessian.per_sample_gradients(flat, ctx.study.X, ctx.study.y)[1].cpu().numpy()

@@ -165,7 +165,7 @@ def test_a_perfect_inverse_does_not_separate_members(study):
 
 def _fit_watching_the_victim(files, **settings):
     """A BiGAN fit, with the victim's weights before it and the modules the fit trained against."""
-    before = {k: v.clone() for k, v in files.load_model("target", 0).state_dict().items()}
+    before = {k: v.cpu().clone() for k, v in files.load_model("target", 0).state_dict().items()}
     victim = files.load_model
     seen = []
 
@@ -186,7 +186,7 @@ def _assert_untouched(before, seen):
     assert seen, "the fit never loaded the victim"
     for model in seen:
         for name, value in model.state_dict().items():
-            assert torch.equal(value, before[name]), name
+            assert torch.equal(value.cpu(), before[name]), name
 
 
 @pytest.fixture(scope="module")

@@ -391,6 +391,11 @@ def test_qmia_tables_on_catboost_targets(workflow):
     assert costs.loc["tab", "search_trials"] == 3 and costs.loc["part", "search_trials"] == 0
     assert (costs["fit_seconds"] > 0).all() and (costs["reference_train_seconds"] > 0).all()
     assert costs["paper_gpu_minutes"].isna().all()  # QMIA prints no budget for these datasets
+    # a card says where its job ran, a fit's (on the GPU where there is one) as a model's
+    fit_card = yaml.safe_load(next((results / "studies/part/fits").glob("qmia-*/0.json")
+                                   ).read_text())
+    model_card = yaml.safe_load((results / "studies/part/models/target/0.json").read_text())
+    assert fit_card["device"] == model_card["device"] in ("cpu", "cuda")
     accuracy = pd.read_csv(results / "artifacts/QMIA-T3.csv")
     assert 50 <= accuracy["test_acc"].iloc[0] <= accuracy["train_acc"].iloc[0] <= 100
     pinball = pd.read_csv(results / "artifacts/QMIA-T6.csv")

@@ -38,11 +38,11 @@ def fit_bmia(study: StudyHandle, group: int, hessian: lastlayer.Structure = "kro
              prior: lastlayer.PriorMethod = "marglik") -> tuple[dict[str, np.ndarray],
                                                                 dict[str, Any]]:
     """Laplace posterior of the first reference model of ``group``, and its features."""
-    from miarepro.training import last_layer_features
+    from miarepro.training import device, last_layer_features
 
     reference = study.reference_index(group, 0)
-    features, weight, bias = last_layer_features(study.load_model("reference", reference),
-                                                 study.features())
+    model = study.load_model("reference", reference).to(device())
+    features, weight, bias = last_layer_features(model, study.features())
     labels = study.labels()
     train = study.training_indices("reference", reference)
     held_out = np.setdiff1d(study.parts(group)["reference_pool"], train)
