@@ -186,6 +186,23 @@ def trained_ten_per_job(bundled: bool) -> str:
     return rf"(?!(?:{pairs})){STUDY}" if pairs else STUDY
 
 
+def scored_on_models(models: bool) -> str:
+    """The study-name pattern of the score jobs whose attack runs the models (``models``:
+    white-box attacks and those that query the models, :attr:`AttackSpec.loads_models`), or
+    of all other score jobs. The lookaheads see the path after the study's name, as in
+    :func:`trained_ten_per_job`: the scores, the metrics and the benchmark file (which the
+    cost tables read, so it must name one rule too)."""
+    pairs = "|".join(
+        rf"{re.escape(name)}(?=/(?:scores/|metrics/|score-)"
+        rf"(?:{'|'.join(map(re.escape, attacks))})\.(?:parquet|tsv)$)"
+        for name, study in config["studies"].items()
+        if (attacks := [key for key, attack in study["attacks"].items()
+                        if get_attack(attack["attack"]).loads_models]))
+    if models:
+        return pairs or "^$"
+    return rf"(?!(?:{pairs})){STUDY}" if pairs else STUDY
+
+
 def code(*entries):
     """The digest of the package code a step runs (:mod:`miarepro.provenance`), a param of
     every rule: editing a module reruns the jobs that run it, and only those."""

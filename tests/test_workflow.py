@@ -333,8 +333,10 @@ FAKE_SLURM = {  # just enough SLURM for the executor plugin: record submissions,
 
 
 def test_slurm_jobs_get_the_configured_resources(workflow, tmp_path):
-    """The sbatch lines of a training, a fit and a scoring job, through `--profile slurm`:
-    the study's own memory and time where it sets them, the config's otherwise."""
+    """The sbatch lines of a training, a fit and two scoring jobs, through `--profile slurm`:
+    the study's own memory and time where it sets them, the config's otherwise; scoring on
+    saved signals is a small CPU job, scoring that runs the models (Stolen Memories'
+    white-box attacks) a GPU job like a fit."""
     work = tmp_path / "work"
     shutil.copytree(workflow, work)
     bin_dir = tmp_path / "bin"
@@ -350,7 +352,8 @@ def test_slurm_jobs_get_the_configured_resources(workflow, tmp_path):
     (work / "cluster.yaml").write_text(yaml.safe_dump(config))
     targets = ["results/studies/bal/models/target/0.pt",
                "results/studies/part/fits/bmia-n1-hessian=kron-prior=marglik/1.npz",
-               "results/studies/part/scores/naive.parquet"]
+               "results/studies/part/scores/naive.parquet",
+               "results/studies/sm/scores/bayes-wb.parquet"]
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
            "FAKE_SLURM": str(tmp_path)}
     subprocess.run([*SNAKEMAKE, "--directory", str(work), "--configfile",
@@ -362,7 +365,8 @@ def test_slurm_jobs_get_the_configured_resources(workflow, tmp_path):
     lines = (tmp_path / "sbatch.log").read_text().splitlines()
     train = next(line for line in lines if "--comment rule_train_" in line)
     fit = next(line for line in lines if "--comment rule_fit_" in line)
-    score = next(line for line in lines if "--comment rule_score_" in line)
+    score = next(line for line in lines if "--comment rule_score_wildcards_" in line)
+    on_models = next(line for line in lines if "--comment rule_score_models_" in line)
     for flag in ("-p gpu-a100", "--cpus-per-task=8", "--gpus=1"):
         assert flag in train and flag in fit, (flag, train, fit)
     for flag in ("-t 1440", "--mem 64000"):
@@ -371,7 +375,9 @@ def test_slurm_jobs_get_the_configured_resources(workflow, tmp_path):
         assert flag in fit, (flag, fit)
     for flag in ("-p cpu", "-t 30", "--mem 8000", "--cpus-per-task=1"):
         assert flag in score, (flag, score)
-    assert "--gpus" not in score and "--gres" not in train + score
+    assert "--gpus" not in score and "--gres" not in train + score + on_models
+    for flag in ("-p gpu-a100", "--gpus=1", "-t 720", "--mem 32000"):
+        assert flag in on_models, (flag, on_models)
 
 
 def test_qmia_tables_on_catboost_targets(workflow):

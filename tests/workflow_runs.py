@@ -165,17 +165,21 @@ def run(workdir: Path, config: dict, *args: str) -> str:
 
 class Plan(dict):
     """Rule -> number of jobs a dry run would execute; :meth:`wildcards` lists one rule's jobs
-    from the same dry run."""
+    from the same dry run. Scoring counts as ``score`` whichever node it asks for (rule
+    ``score_models`` is the scoring of attacks that run the models)."""
 
     def __init__(self, output: str):
         table = output.split("Job stats:")[-1] if "Job stats:" in output else ""
-        super().__init__({m.group(1): int(m.group(2))
-                          for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)
-                          if m.group(1) != "total"})
+        counts = {m.group(1): int(m.group(2))
+                  for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
+        if "score_models" in counts:
+            counts["score"] = counts.get("score", 0) + counts.pop("score_models")
+        super().__init__(counts)
         self.output = output
 
     def wildcards(self, rule: str) -> list[str]:
-        return re.findall(rf"rule {rule}:.*?wildcards: ([^\n]+)", self.output, re.S)
+        name = "score(?:_models)?" if rule == "score" else rule
+        return re.findall(rf"rule {name}:.*?wildcards: ([^\n]+)", self.output, re.S)
 
 
 def planned_jobs(workdir: Path, config: dict) -> Plan:
