@@ -43,7 +43,8 @@ def device() -> torch.device:
 
 def _augment(batch: torch.Tensor, names: list[str], generator: torch.Generator) -> torch.Tensor:
     if "flip" in names:
-        flip = torch.rand(len(batch), generator=generator, device=batch.device) < 0.5
+        # drawn by the CPU generator that orders the batches, on a GPU too
+        flip = (torch.rand(len(batch), generator=generator) < 0.5).to(batch.device)
         batch = torch.where(flip[:, None, None, None], batch.flip(-1), batch)
     if "crop" in names:  # random 4-pixel translation with zero padding, as in CIFAR recipes
         padded = nn.functional.pad(batch, (4, 4, 4, 4))

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from miarepro.models import build_model
-from miarepro.training import predict_logits, train_model, train_stacked
+from miarepro.training import _augment, device, predict_logits, train_model, train_stacked
 
 
 def _data(n=400, d=20, classes=4, seed=0):
@@ -83,6 +83,17 @@ def test_stacked_models_need_one_training_set_size():
     with pytest.raises(ValueError, match="one training-set size"):
         train_stacked(X, y, [np.arange(50), np.arange(60)], {"arch": "mlp"}, {"epochs": 1}, 4,
                       [0, 1])
+
+
+def test_training_flips_the_images_its_generator_draws_on_any_device():
+    """A batch's flips come from the CPU generator that orders the batches, on a GPU too
+    (torch refuses to draw onto a GPU from a CPU generator): the same rows flip anywhere."""
+    batch = torch.arange(8 * 2 * 3, dtype=torch.float32).reshape(8, 1, 2, 3)
+    flipped = torch.rand(8, generator=torch.Generator().manual_seed(3)) < 0.5
+    assert 0 < flipped.sum() < 8  # a hand case with both kinds of rows
+    out = _augment(batch.to(device()), ["flip"], torch.Generator().manual_seed(3)).cpu()
+    for row, flip in zip(range(8), flipped.tolist(), strict=True):
+        assert torch.equal(out[row], batch[row].flip(-1) if flip else batch[row]), row
 
 
 def test_augmented_queries_shape_and_plain_query_first():
