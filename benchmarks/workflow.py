@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 import yaml
@@ -125,6 +126,50 @@ def job_seconds(work: Path) -> list[tuple[str, float]]:
     return sorted(totals.items(), key=lambda item: -item[1])
 
 
+def _own_seconds(work: Path, output: str) -> float:
+    """A job's own measured seconds behind one of its outputs: a model's or a fit's card, or
+    a score file's benchmark (the whole script); 0 for anything else."""
+    path = work / output
+    if path.suffix == ".json" and path.parent.parent.name in ("models", "fits"):
+        card = json.loads(path.read_text())
+        return card.get("train_seconds", card.get("fit_seconds", 0.0))
+    if path.parent.name == "scores":
+        bench = work / "results" / "benchmarks" / path.parts[-3] / f"score-{path.stem}.tsv"
+        return float(bench.read_text().splitlines()[1].split("\t")[0])
+    return 0.0
+
+
+def overhead_by_rule(work: Path) -> dict[str, tuple[int, float]]:
+    """Per rule: its jobs, and a job's mean wall seconds outside its own measured work (for
+    training and fits: starting Python, imports, reading inputs and writing outputs; scoring's
+    benchmark times its whole script, so there only Snakemake's bookkeeping is left; rules
+    with no measured work count whole). From Snakemake's log, whose timestamps have whole
+    seconds: a mean over many jobs. With two jobs at a time these are shared-core seconds."""
+    log = max((work / ".snakemake" / "log").glob("*.log"), key=lambda p: p.stat().st_mtime)
+    started: dict[int, dict] = {}
+    finished: dict[int, datetime] = {}
+    stamp = current = None
+    for line in log.read_text().splitlines():
+        if match := re.fullmatch(r"\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]", line):
+            stamp = datetime.strptime(match.group(1), "%a %b %d %H:%M:%S %Y")
+        elif match := re.fullmatch(r"(?:local)?rule (\w+):", line):
+            current = {"rule": match.group(1), "start": stamp, "outputs": []}
+        elif current is not None and (match := re.fullmatch(r"\s+output: (.*)", line)):
+            current["outputs"] = match.group(1).split(", ")
+        elif current is not None and (match := re.fullmatch(r"\s+jobid: (\d+)", line)):
+            started[int(match.group(1))] = current
+            current = None
+        elif match := re.match(r"Finished jobid: (\d+)", line):
+            finished[int(match.group(1))] = stamp
+    totals: dict[str, list[float]] = {}
+    for job, info in started.items():
+        if job in finished:
+            rest = (finished[job] - info["start"]).total_seconds() - sum(
+                _own_seconds(work, output) for output in info["outputs"])
+            totals.setdefault(info["rule"], []).append(rest)
+    return {rule: (len(rests), sum(rests) / len(rests)) for rule, rests in totals.items()}
+
+
 def study_seconds(jobs: list[tuple[str, float]]) -> list[tuple[str, float]]:
     """In-job seconds per study (training, fits, scoring) of :func:`job_seconds`' jobs, largest
     first."""
@@ -187,6 +232,10 @@ def main() -> None:
                      f"{cpu_total:.0f} / {scheduler:.0f} / "
                      f"{(cpu_total - scheduler - in_job) / max(total_jobs, 1):.2f} s "
                      f"(in-job work {in_job:.0f} s, {total_jobs} jobs)"))
+        rows.append(("wall seconds per job outside its measured work, by rule (jobs)", ", ".join(
+            f"{rule} {round(seconds, 2) or 0.0:.2f} ({count})"
+            for rule, (count, seconds) in sorted(overhead_by_rule(work).items(),
+                                                 key=lambda item: -item[1][0]))))
         rows.append(("longest jobs (in-job seconds)", ", ".join(
             f"{name} {seconds:.0f}" for name, seconds in per_job[:10])))
         if args.setup:
