@@ -33,9 +33,6 @@ rule score:
 # H100 (benchmarks/iha.py); Subpop and MERLIN run the victim on 30 crafted or noisy copies of
 # every audited record. Locally nothing changes (no GPU, one thread).
 use rule score as score_models with:
-    output:  # restated: Snakemake applies these wildcard_constraints to a rule's own outputs
-        scores="results/studies/{study}/scores/{attack}.parquet",
-        metrics="results/studies/{study}/metrics/{attack}.parquet",
     resources:
         gpu=config["resources"]["train_gpus"],
         mem_mb=retry_memory,
