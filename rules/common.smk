@@ -169,38 +169,40 @@ def trained_stacked(wildcards):
     return wildcards.role in study_config(wildcards)["train_stacked"]
 
 
-def trained_ten_per_job(bundled: bool) -> str:
-    """The study-name pattern of the train_tens jobs (``bundled``): each study whose
-    ``ten_per_job`` lists roles, followed by one of them; or of the train jobs: any study,
-    except there.
+def split_studies(lookaheads: dict[str, str], chosen: bool) -> str:
+    """The study-name pattern of one of two rules that share an output pattern: each study
+    in ``lookaheads`` followed by its lookahead (``chosen``), or any other path.
 
     No file may match both rules: Snakemake would build both candidate jobs of every such
-    model before a ruleorder discarded one, which doubled the planning time of
+    file before a ruleorder discarded one, which doubled the planning time of
     config/papers/all.yaml. The lookaheads see the path after the study's name."""
-    pairs = "|".join(
-        rf"{re.escape(name)}(?=/models/(?:{'|'.join(study['ten_per_job'])})/)"
-        for name, study in config["studies"].items()
-        if study["ten_per_job"] and "models_from" not in study)
-    if bundled:
+    pairs = "|".join(rf"{re.escape(name)}(?={ahead})" for name, ahead in lookaheads.items())
+    if chosen:
         return pairs or "^$"
     return rf"(?!(?:{pairs})){STUDY}" if pairs else STUDY
+
+
+def trained_ten_per_job(bundled: bool) -> str:
+    """The study-name pattern of the train_tens jobs (``bundled``): each study whose
+    ``ten_per_job`` lists roles, followed by one of them; or of the train jobs."""
+    return split_studies({name: f"/models/(?:{'|'.join(study['ten_per_job'])})/"
+                          for name, study in config["studies"].items()
+                          if study["ten_per_job"] and "models_from" not in study}, bundled)
 
 
 def scored_on_models(models: bool) -> str:
     """The study-name pattern of the score jobs whose attack runs the models (``models``:
     white-box attacks and those that query the models, :attr:`AttackSpec.loads_models`), or
-    of all other score jobs. The lookaheads see the path after the study's name, as in
-    :func:`trained_ten_per_job`: the scores, the metrics and the benchmark file (which the
-    cost tables read, so it must name one rule too)."""
-    pairs = "|".join(
-        rf"{re.escape(name)}(?=/(?:scores/|metrics/|score-)"
-        rf"(?:{'|'.join(map(re.escape, attacks))})\.(?:parquet|tsv)$)"
-        for name, study in config["studies"].items()
-        if (attacks := [key for key, attack in study["attacks"].items()
-                        if get_attack(attack["attack"]).loads_models]))
-    if models:
-        return pairs or "^$"
-    return rf"(?!(?:{pairs})){STUDY}" if pairs else STUDY
+    of all other score jobs. The lookahead covers the scores, the metrics and the benchmark
+    file, which the cost tables read, so that it too names one rule."""
+    lookaheads = {}
+    for name, study in config["studies"].items():
+        attacks = [re.escape(key) for key, attack in study["attacks"].items()
+                   if get_attack(attack["attack"]).loads_models]
+        if attacks:
+            lookaheads[name] = (rf"/(?:scores/|metrics/|score-)(?:{'|'.join(attacks)})"
+                                r"\.(?:parquet|tsv)$")
+    return split_studies(lookaheads, models)
 
 
 def code(*entries):
