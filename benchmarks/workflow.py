@@ -104,6 +104,17 @@ def job_counts(output: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
 
 
+def card_seconds(card: Path) -> float:
+    """A model's training or a fit's seconds, from its JSON card."""
+    info = json.loads(card.read_text())
+    return info["train_seconds"] if "train_seconds" in info else info["fit_seconds"]
+
+
+def benchmark_seconds(bench: Path) -> float:
+    """A job's seconds from its Snakemake benchmark file (the first value of its one row)."""
+    return float(bench.read_text().splitlines()[1].split("\t")[0])
+
+
 def job_seconds(work: Path) -> list[tuple[str, float]]:
     """In-job seconds per job, longest first: training and fits from their cards (cacheable
     jobs have no benchmark file; a job training ten models has ten cards), scoring from
@@ -111,18 +122,16 @@ def job_seconds(work: Path) -> list[tuple[str, float]]:
     ``study/score/attack``."""
     totals: dict[str, float] = {}
     studies = work / "results" / "studies"
-    cards = (("*/models/*/*.json", "train_seconds"), ("*/fits/*/*.json", "fit_seconds"))
-    for pattern, key in cards:
+    for pattern in ("*/models/*/*.json", "*/fits/*/*.json"):
         for card in studies.glob(pattern):
             study, kind, group = card.relative_to(studies).parts[:3]
             job = card.stem
             if kind == "models" and group in TEN_PER_JOB.get(study, ()):
                 job = f"{int(job) // 10 * 10}-{int(job) // 10 * 10 + 9}"  # ten to a job
             name = f"{study}/{'fit' if kind == 'fits' else 'train'}/{group}/{job}"
-            totals[name] = totals.get(name, 0.0) + json.loads(card.read_text())[key]
+            totals[name] = totals.get(name, 0.0) + card_seconds(card)
     for bench in (work / "results" / "benchmarks").glob("*/score-*.tsv"):
-        seconds = float(bench.read_text().splitlines()[1].split("\t")[0])
-        totals[f"{bench.parent.name}/score/{bench.stem[6:]}"] = seconds
+        totals[f"{bench.parent.name}/score/{bench.stem[6:]}"] = benchmark_seconds(bench)
     return sorted(totals.items(), key=lambda item: -item[1])
 
 
@@ -131,11 +140,10 @@ def _own_seconds(work: Path, output: str) -> float:
     a score file's benchmark (the whole script); 0 for anything else."""
     path = work / output
     if path.suffix == ".json" and path.parent.parent.name in ("models", "fits"):
-        card = json.loads(path.read_text())
-        return card.get("train_seconds", card.get("fit_seconds", 0.0))
+        return card_seconds(path)
     if path.parent.name == "scores":
-        bench = work / "results" / "benchmarks" / path.parts[-3] / f"score-{path.stem}.tsv"
-        return float(bench.read_text().splitlines()[1].split("\t")[0])
+        return benchmark_seconds(
+            work / "results" / "benchmarks" / path.parts[-3] / f"score-{path.stem}.tsv")
     return 0.0
 
 
