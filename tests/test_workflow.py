@@ -1,6 +1,7 @@
 """End-to-end: the whole workflow on a tiny config, then dry runs proving rerun scope."""
 
 import copy
+import json
 import os
 import re
 import shutil
@@ -36,6 +37,17 @@ def test_outputs_exist_with_expected_content(workflow):
     assert 0.3 < scores["member"].mean() < 0.7
     board = pd.read_csv(results / "artifacts/leaderboard.csv")
     assert set(board["study"]) == set(TINY["studies"]) and board["auc"].between(0, 1).all()
+    # an attack's compute is one target's: its reference model, its fit and scoring one target
+    # (the score job's wall time scores both targets, and starting Python is not the attack's)
+    [fit_card] = [json.loads(p.read_text())
+                  for p in (results / "studies/part/fits").glob("bmia-n1*/0.json")]
+    reference = json.loads((results / "studies/part/models/reference"
+                            / f"{fit_card['info']['reference_model']}.json").read_text())
+    metrics = pd.read_parquet(results / "studies/part/metrics/bmia.parquet").query("replicate < 0")
+    bmia = board[(board["study"] == "part") & (board["attack"] == "bmia")]
+    assert bmia["compute_seconds"].item() == pytest.approx(
+        reference["train_seconds"] + fit_card["fit_seconds"] + metrics["score_seconds"].mean(),
+        abs=0.01)
     table = pd.read_csv(results / "artifacts/BMIA-T1.csv")
     attack_p = table[(table["paper_attack"] == "attack_p") & (table["metric"] == "tpr@1%")]
     assert attack_p["paper"].iloc[0] == pytest.approx(1.10)  # BMIA Table 1, Purchase100
