@@ -11,6 +11,7 @@ os.environ.update(PYTHONPATH=workflow.basedir)
 
 from miarepro import config as miarepro_config  # noqa: E402
 from miarepro import schema as miarepro_schema  # noqa: E402
+from miarepro import warm  # noqa: E402
 
 
 if "studies" not in config and "include" not in config:  # a --configfile replaces the default
@@ -39,6 +40,16 @@ if workflow.is_main_process:
 
 onstart:
     before_first_job()
+    if workflow.local_exec and config["resources"]["warm_worker"]:
+        warm.start("logs/warm-worker.log")
+
+
+onsuccess:
+    warm.stop()
+
+
+onerror:
+    warm.stop()
 
 
 rule all:

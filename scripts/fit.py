@@ -1,7 +1,8 @@
-from miarepro import logs
+from miarepro import logs, warm
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
-logs.setup(sm)  # first: it caps the threads numpy and torch start
+warm.delegate(sm)  # a local run's warm worker runs this job (torch already imported), if any
+logs.setup(sm)  # first here: it caps the threads numpy and torch start
 
 from miarepro import compat, pipeline  # noqa: E402
 

@@ -1,0 +1,240 @@
+"""A warm worker for local runs: training and fit jobs fork from a process that imported torch.
+
+Snakemake runs every job in a Python process of its own, and each training or fit job of the
+default run spent about 1.6 s of wall time outside its work, 1.0 to 1.1 s of it importing
+torch: some 900 core-seconds, 18% of the run on two cores. On a local run the Snakefile starts
+one worker (:func:`start`) that imports torch and the training code once. A job script's first
+call, :func:`delegate`, hands the job over: the worker forks, and the child runs the same
+script with the same ``snakemake`` object, in the job's directory and environment, writing to
+the job's own stdout and stderr; its exit status becomes the job's. The code, the seeds and the
+files written are those of a job run on its own.
+
+Where no worker answers (a cluster job, ``resources: warm_worker: false``, a worker not ready
+yet), :func:`delegate` returns and the job runs in its own process as before. Score jobs are
+not delegated: their benchmark files measure the job's process tree, which a forked child is
+not part of. A child whose job process goes away (Snakemake cancelled it) stops too.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+SOCKET_VARIABLE = "MIAREPRO_WARM_SOCKET"
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+_LENGTH = struct.Struct("!Q")
+_PID = struct.Struct("!q")
+_STATUS = struct.Struct("!i")
+_in_worker = False  # set in a forked child: its script's own delegate() call must run the job
+_worker: subprocess.Popen | None = None
+
+
+# --- the job's side ---------------------------------------------------------------------------
+
+def delegate(snakemake: Any) -> None:
+    """Run this job in the warm worker and exit with its status; return if there is none."""
+    path = os.environ.get(SOCKET_VARIABLE)
+    if _in_worker or not path:
+        return
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.connect(path)
+    except OSError:  # no worker (yet): this process runs the job itself
+        connection.close()
+        return
+    request = pickle.dumps({"script": sys.modules["__main__"].__file__, "snakemake": snakemake,
+                            "cwd": os.getcwd(), "env": dict(os.environ), "path": list(sys.path)})
+    socket.send_fds(connection, [_LENGTH.pack(len(request))], [0, 1, 2])
+    connection.sendall(request)
+    child = _read(connection, _PID)
+    if child is not None:  # a signal to this process (Snakemake cancels a job) goes to the job
+        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(number, lambda received, _frame: _forward(child, received))
+    status = _read(connection, _STATUS)
+    if status is None:
+        print("the warm worker's child ended without a status (killed?)", file=sys.stderr)
+        status = 1
+    sys.stdout.flush()
+    os._exit(status)
+
+
+def _forward(child: int, received: int) -> None:
+    try:
+        os.kill(child, received)
+    except ProcessLookupError:  # it has just ended: its status is on the way
+        pass
+
+
+def _read(connection: socket.socket, layout: struct.Struct) -> int | None:
+    data = b""
+    while len(data) < layout.size:
+        chunk = connection.recv(layout.size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return layout.unpack(data)[0]
+
+
+# --- the Snakefile's side ---------------------------------------------------------------------
+
+def start(log: str) -> None:
+    """Start the worker for this Snakemake process; jobs find it through the environment."""
+    global _worker
+    folder = tempfile.mkdtemp(prefix="miarepro-warm-")  # a short path: sockets allow 107 bytes
+    path = os.path.join(folder, "socket")
+    Path(log).parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as output:
+        _worker = subprocess.Popen(
+            [sys.executable, "-m", "miarepro.warm", path, str(os.getpid())], stdout=output,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    os.environ[SOCKET_VARIABLE] = path
+
+
+def stop() -> None:
+    """Stop the worker (after the last job) and wait for it, so that its CPU time is counted."""
+    global _worker
+    path = os.environ.pop(SOCKET_VARIABLE, None)
+    if _worker is None:
+        return
+    _worker.terminate()
+    _worker.wait()
+    _worker = None
+    if path:
+        Path(path).unlink(missing_ok=True)
+        os.rmdir(os.path.dirname(path))
+
+
+# --- the worker ---------------------------------------------------------------------------------
+
+def serve(path: str, parent: int) -> None:
+    """Import the training stack, then fork a child per job until ``parent`` is gone."""
+    for variable in THREAD_VARIABLES:  # each job takes one thread unless it sets its own
+        os.environ.setdefault(variable, "1")
+    import numpy  # noqa: F401
+    import snakemake.script  # noqa: F401 - what unpickling a job's ``snakemake`` object imports
+    import torch  # noqa: F401
+
+    from miarepro import compat, pipeline, training  # noqa: F401
+
+    compat.eager_optimizers()
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    listener.settimeout(1.0)
+    print(f"warm worker {os.getpid()} listening on {path}", flush=True)
+    while not stopping.is_set() and _alive(parent):
+        _reap()
+        try:
+            connection, _ = listener.accept()
+        except (TimeoutError, InterruptedError):
+            continue
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if os.fork() == 0:
+            listener.close()
+            _run_child(connection)  # never returns
+        connection.close()
+    listener.close()
+    while _reap(block=True):  # their CPU time then counts in this process's children
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _reap(block: bool = False) -> bool:
+    """Collect finished children; True while some are left (``block``: wait for one)."""
+    try:
+        while True:
+            pid, _ = os.waitpid(-1, 0 if block else os.WNOHANG)
+            if pid == 0 or block:
+                return True
+    except ChildProcessError:
+        return False
+
+
+def _run_child(connection: socket.socket) -> None:
+    global _in_worker
+    status = 1
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        header, fds, _, _ = socket.recv_fds(connection, _LENGTH.size, 3)
+        size = _LENGTH.unpack(header)[0]
+        payload = bytearray()
+        while len(payload) < size:
+            chunk = connection.recv(size - len(payload))
+            if not chunk:
+                os._exit(1)
+            payload += chunk
+        request = pickle.loads(payload)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        connection.sendall(_PID.pack(os.getpid()))
+        threading.Thread(target=_exit_with_client, args=(connection,), daemon=True).start()
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.environ.pop(SOCKET_VARIABLE)  # what the job starts runs on its own
+        sys.path[:] = request["path"]
+        _in_worker = True
+        status = _run_script(request["script"], request["snakemake"])
+    finally:
+        import logging
+
+        logging.shutdown()  # flush the job's log file
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            connection.sendall(_STATUS.pack(status))
+        finally:
+            os._exit(status)
+
+
+def _run_script(script: str, snakemake: Any) -> int:
+    """The job's exit status: 0, a ``sys.exit`` code, or 1 after an exception (logged by the
+    script's own excepthook, :func:`miarepro.logs.setup`, as a job of its own would)."""
+    import runpy
+
+    import torch
+
+    torch.set_num_threads(snakemake.threads)
+    try:
+        runpy.run_path(script, init_globals={"snakemake": snakemake}, run_name="__main__")
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+    except BaseException:  # any failure is the job's
+        sys.excepthook(*sys.exc_info())
+        return 1
+    return 0
+
+
+def _exit_with_client(connection: socket.socket) -> None:
+    """The job's process sends nothing after its request: end of stream means it is gone."""
+    try:
+        connection.recv(1)
+    finally:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    # through the importable module: its flag is the one a job script's delegate() reads
+    from miarepro import warm
+
+    warm.serve(sys.argv[1], int(sys.argv[2]))

@@ -1,0 +1,106 @@
+"""The warm worker: a delegated job runs in a forked child, on the job's own stdout and stderr,
+with its exit status; without a worker the job runs in its own process."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from miarepro import warm
+
+JOB = """\
+import os, sys, time
+from types import SimpleNamespace
+from miarepro import warm
+
+if "snakemake" not in globals():  # the job's own process (the worker's child is given it)
+    snakemake = SimpleNamespace(threads=1, out=sys.argv[1], code=int(sys.argv[2]),
+                                client=os.getpid())
+warm.delegate(snakemake)
+with open(snakemake.out, "w") as record:
+    record.write(f"{snakemake.client} {os.getpid()} {os.getcwd()}")
+print("written by the job")
+if snakemake.code == 7:
+    raise RuntimeError("the job failed")
+if snakemake.code == 9:
+    time.sleep(60)
+sys.exit(snakemake.code)
+"""
+
+
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("warm")
+    (folder / "job.py").write_text(JOB)
+    saved = os.environ.get(warm.SOCKET_VARIABLE)
+    warm.start(str(folder / "worker.log"))
+    deadline = time.monotonic() + 60
+    while "listening" not in (folder / "worker.log").read_text():
+        assert time.monotonic() < deadline, "the worker did not start"
+        time.sleep(0.2)
+    yield folder
+    warm.stop()
+    assert warm.SOCKET_VARIABLE not in os.environ
+    if saved is not None:
+        os.environ[warm.SOCKET_VARIABLE] = saved
+
+
+def run_job(folder, code, cwd, env=None):
+    out = folder / f"record-{code}-{len(list(folder.iterdir()))}"
+    result = subprocess.run([sys.executable, str(folder / "job.py"), str(out), str(code)],
+                            capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+    client, job, where = out.read_text().split() if out.exists() else (None, None, None)
+    return result, client, job, where
+
+
+def test_a_delegated_job_runs_in_the_worker_with_the_jobs_streams(worker, tmp_path):
+    result, client, job, where = run_job(worker, 0, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert client != job  # forked from the worker, not the job's own process
+    assert where == str(tmp_path)  # in the job's directory
+    assert "written by the job" in result.stdout  # on the job's own stdout
+
+
+@pytest.mark.parametrize(("code", "status", "message"), [(3, 3, ""), (7, 1, "the job failed")])
+def test_the_jobs_exit_status_and_traceback_reach_snakemake(worker, tmp_path, code, status,
+                                                             message):
+    result, client, job, _ = run_job(worker, code, tmp_path)
+    assert result.returncode == status
+    assert client != job and message in result.stderr
+
+
+def test_without_a_worker_the_job_runs_in_its_own_process(worker, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != warm.SOCKET_VARIABLE}
+    result, client, job, _ = run_job(worker, 0, tmp_path, env)
+    assert result.returncode == 0 and client == job
+    gone = {**env, warm.SOCKET_VARIABLE: str(tmp_path / "no-such-socket")}
+    result, client, job, _ = run_job(worker, 0, tmp_path, gone)
+    assert result.returncode == 0 and client == job
+
+
+def test_a_job_whose_process_is_killed_stops(worker, tmp_path):
+    out = worker / "record-killed"
+    client = subprocess.Popen([sys.executable, str(worker / "job.py"), str(out), "9"],
+                              cwd=tmp_path, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not out.exists():
+        assert time.monotonic() < deadline, "the job did not start"
+        time.sleep(0.1)
+    job = int(out.read_text().split()[1])
+    client.send_signal(signal.SIGKILL)  # no forwarding: the child must notice by itself
+    client.wait()
+    deadline = time.monotonic() + 30
+    while _running(job):
+        assert time.monotonic() < deadline, "the job outlived its process"
+        time.sleep(0.1)
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"  # a zombie until the worker reaps it
+    except FileNotFoundError:
+        return False
