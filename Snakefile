@@ -41,7 +41,7 @@ if workflow.is_main_process:
 onstart:
     before_first_job()
     if workflow.local_exec and config["resources"]["warm_worker"]:
-        warm.start("logs/warm-worker.log")
+        warm.start("logs")
 
 
 onsuccess:

@@ -48,8 +48,8 @@ def make_split(dataset_path: str, spec: dict[str, Any], output: str) -> None:
 def peak_memory_mb() -> float:
     """This process's peak resident memory, or its peak GPU allocation where larger (MB).
 
-    Training and fit jobs record it in their cards: with Snakemake's between-workflow cache
-    they can have no benchmark file, and the cost tables need it."""
+    Training and fit jobs record it in their cards (with Snakemake's between-workflow cache
+    they can have no benchmark file), score jobs in their metrics: the cost tables need it."""
     import resource
     import sys
 
@@ -443,6 +443,9 @@ def measure(scores_path: str, settings: dict[str, Any], split_path: str, output:
     seed = int(io.read_arrays(split_path)["seed"])
     table = uncertainty.metric_table(io.read_table(scores_path), settings["fprs"], seed,
                                      settings["bootstrap"], seconds)
+    # the job's peak memory, by itself: Snakemake's benchmark file measures the job's process,
+    # which is not the one scoring when a warm worker runs the job (miarepro.warm)
+    table.insert(table.columns.get_loc("n_nonmembers") + 1, "peak_memory_mb", peak_memory_mb())
     io.write_table(output, table)
 
 

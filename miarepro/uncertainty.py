@@ -435,6 +435,10 @@ def over_replicates(estimates: Sequence[Estimate]) -> Estimate:
                     all(estimate.resolvable for estimate in estimates), null)
 
 
+#: what a score job measures of itself beside the metrics (:func:`miarepro.pipeline.measure`)
+COST_COLUMNS = ("score_seconds", "peak_memory_mb")
+
+
 def metric_table(scores: pd.DataFrame, fprs: Iterable[float], seed: int,
                  n_boot: int = N_BOOTSTRAP, seconds: list[float] | None = None) -> pd.DataFrame:
     """Every metric of one attack's scores: a point row per target, plus bootstrap replicates.
@@ -475,7 +479,7 @@ def estimates(table: pd.DataFrame) -> dict[str, Estimate]:
     """The :class:`Estimate` of every metric in a :func:`metric_table`."""
     points = table[table["replicate"] < 0].sort_values("target")
     names = [c for c in table.columns
-             if c not in ("target", "replicate", "n_members", "n_nonmembers", "score_seconds")]
+             if c not in ("target", "replicate", "n_members", "n_nonmembers", *COST_COLUMNS)]
     n_in, n_out = int(points["n_members"].min()), int(points["n_nonmembers"].min())
     rows = points.to_dict("records")
     result = {}

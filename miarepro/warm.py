@@ -1,24 +1,29 @@
-"""A warm worker for local runs: training and fit jobs fork from a process that imported torch.
+"""Warm workers for local runs: jobs fork from a process that has imported their libraries.
 
-Snakemake runs every job in a Python process of its own, and each training or fit job of the
-default run spent about 1.6 s of wall time outside its work, 1.0 to 1.1 s of it importing
-torch: some 900 core-seconds, 18% of the run on two cores. On a local run the Snakefile starts
-one worker (:func:`start`) that imports torch and the training code once. A job script's first
-call, :func:`delegate`, hands the job over: the worker forks, and the child runs the same
-script with the same ``snakemake`` object, in the job's directory and environment, writing to
-the job's own stdout and stderr; its exit status becomes the job's. The code, the seeds and the
-files written are those of a job run on its own.
+Snakemake runs every job in a Python process of its own. In the default run each training or
+fit job spent about 1.6 s of wall time outside its work, 1.0 to 1.1 s of it importing torch,
+and each score job about 1 s importing pandas and scikit-learn: together some 1,300
+core-seconds, a quarter of the run on two cores. On a local run the Snakefile starts one worker
+per kind of job (:func:`start`, :data:`PRELOADS`), which imports what those jobs import, once. A
+job script's first call, :func:`delegate`, hands the job over: the worker forks, and the child
+runs the same script with the same ``snakemake`` object, in the job's directory and
+environment, writing to the job's own stdout and stderr; its exit status becomes the job's.
+The code, the seeds and the files written are those of a job run on its own, and so is the
+peak memory a job records (its card's, its metrics'), as a worker imports nothing its jobs
+would not.
 
 Where no worker answers (a cluster job, ``resources: warm_worker: false``, a worker not ready
-yet), :func:`delegate` returns and the job runs in its own process as before. Score jobs are
-not delegated: their benchmark files measure the job's process tree, which a forked child is
-not part of. A child whose job process goes away (Snakemake cancelled it) stops too.
+yet), :func:`delegate` returns and the job runs in its own process as before. Snakemake's
+benchmark file of a delegated job times it right but measures the memory of its own process
+only, so score jobs record their peak memory themselves. A child whose job process goes away
+(Snakemake cancelled it) stops too.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import signal
 import socket
 import struct
@@ -29,22 +34,33 @@ import threading
 from pathlib import Path
 from typing import Any
 
-SOCKET_VARIABLE = "MIAREPRO_WARM_SOCKET"
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+from miarepro.logs import THREAD_VARIABLES
+
+SOCKET_VARIABLE = "MIAREPRO_WARM_SOCKETS"  # the folder of the workers' sockets
+#: what each worker imports before it forks: exactly what its jobs import on their own
+PRELOADS = {
+    "torch": ("torch", "miarepro.training", "miarepro.pipeline"),  # training and fit jobs
+    "signals": ("pandas", "pyarrow.parquet", "sklearn.metrics", "miarepro.attacks",
+                "miarepro.uncertainty", "miarepro.pipeline"),  # scoring saved signals
+    "models": ("torch", "miarepro.training", "pandas", "pyarrow.parquet", "sklearn.metrics",
+               "miarepro.attacks", "miarepro.uncertainty", "miarepro.pipeline"),  # white-box
+}
 _LENGTH = struct.Struct("!Q")
 _PID = struct.Struct("!q")
 _STATUS = struct.Struct("!i")
 _in_worker = False  # set in a forked child: its script's own delegate() call must run the job
-_worker: subprocess.Popen | None = None
+_workers: list[subprocess.Popen] = []
 
 
 # --- the job's side ---------------------------------------------------------------------------
 
-def delegate(snakemake: Any) -> None:
-    """Run this job in the warm worker and exit with its status; return if there is none."""
-    path = os.environ.get(SOCKET_VARIABLE)
-    if _in_worker or not path:
+def delegate(snakemake: Any, kind: str) -> None:
+    """Run this job in the warm worker of its ``kind`` (:data:`PRELOADS`) and exit with its
+    status; return if there is none."""
+    folder = os.environ.get(SOCKET_VARIABLE)
+    if _in_worker or not folder:
         return
+    path = os.path.join(folder, kind)
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         connection.connect(path)
@@ -86,46 +102,48 @@ def _read(connection: socket.socket, layout: struct.Struct) -> int | None:
 
 # --- the Snakefile's side ---------------------------------------------------------------------
 
-def start(log: str) -> None:
-    """Start the worker for this Snakemake process; jobs find it through the environment."""
-    global _worker
+def start(log_folder: str) -> None:
+    """Start the workers of this Snakemake process; jobs find them through the environment."""
     folder = tempfile.mkdtemp(prefix="miarepro-warm-")  # a short path: sockets allow 107 bytes
-    path = os.path.join(folder, "socket")
-    Path(log).parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w") as output:
-        _worker = subprocess.Popen(
-            [sys.executable, "-m", "miarepro.warm", path, str(os.getpid())], stdout=output,
-            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    os.environ[SOCKET_VARIABLE] = path
+    Path(log_folder).mkdir(parents=True, exist_ok=True)
+    for kind in PRELOADS:
+        with open(Path(log_folder) / f"warm-{kind}.log", "w") as output:
+            _workers.append(subprocess.Popen(
+                [sys.executable, "-m", "miarepro.warm", os.path.join(folder, kind),
+                 str(os.getpid())], stdout=output, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True))
+    os.environ[SOCKET_VARIABLE] = folder
 
 
 def stop() -> None:
-    """Stop the worker (after the last job) and wait for it, so that its CPU time is counted."""
-    global _worker
-    path = os.environ.pop(SOCKET_VARIABLE, None)
-    if _worker is None:
-        return
-    _worker.terminate()
-    _worker.wait()
-    _worker = None
-    if path:
-        Path(path).unlink(missing_ok=True)
-        os.rmdir(os.path.dirname(path))
+    """Stop the workers (after the last job) and wait for them, so that their CPU time and
+    their children's count in this process's."""
+    folder = os.environ.pop(SOCKET_VARIABLE, None)
+    for worker in _workers:
+        worker.terminate()
+    for worker in _workers:
+        worker.wait()
+    _workers.clear()
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 # --- the worker ---------------------------------------------------------------------------------
 
 def serve(path: str, parent: int) -> None:
-    """Import the training stack, then fork a child per job until ``parent`` is gone."""
+    """Import the kind's libraries (the socket's name), then fork a child per job until
+    ``parent`` is gone."""
+    import importlib
+
     for variable in THREAD_VARIABLES:  # each job takes one thread unless it sets its own
         os.environ.setdefault(variable, "1")
-    import numpy  # noqa: F401
-    import snakemake.script  # noqa: F401 - what unpickling a job's ``snakemake`` object imports
-    import torch  # noqa: F401
+    # unpickling a job's ``snakemake`` object imports snakemake.script
+    for module in ("numpy", "snakemake.script", *PRELOADS[os.path.basename(path)]):
+        importlib.import_module(module)
+    if "torch" in sys.modules:
+        from miarepro import compat
 
-    from miarepro import compat, pipeline, training  # noqa: F401
-
-    compat.eager_optimizers()
+        compat.eager_optimizers()  # what train.py and fit.py do first
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -191,10 +209,14 @@ def _run_child(connection: socket.socket) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
-        os.environ.pop(SOCKET_VARIABLE)  # what the job starts runs on its own
+        os.environ.pop(SOCKET_VARIABLE, None)  # what the job starts runs on its own
         sys.path[:] = request["path"]
         _in_worker = True
         status = _run_script(request["script"], request["snakemake"])
+    except BaseException:  # before the job's script ran: on its stderr once it is received
+        import traceback
+
+        traceback.print_exc()
     finally:
         import logging
 
@@ -212,9 +234,8 @@ def _run_script(script: str, snakemake: Any) -> int:
     script's own excepthook, :func:`miarepro.logs.setup`, as a job of its own would)."""
     import runpy
 
-    import torch
-
-    torch.set_num_threads(snakemake.threads)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(snakemake.threads)
     try:
         runpy.run_path(script, init_globals={"snakemake": snakemake}, run_name="__main__")
     except SystemExit as exit_:

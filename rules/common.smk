@@ -194,7 +194,7 @@ def scored_on_models(models: bool) -> str:
     """The study-name pattern of the score jobs whose attack runs the models (``models``:
     white-box attacks and those that query the models, :attr:`AttackSpec.loads_models`), or
     of all other score jobs. The lookahead covers the scores, the metrics and the benchmark
-    file, which the cost tables read, so that it too names one rule."""
+    file, so that each names one rule."""
     lookaheads = {}
     for name, study in config["studies"].items():
         attacks = [re.escape(key) for key, attack in study["attacks"].items()

@@ -1,7 +1,7 @@
 from miarepro import logs, warm
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
-warm.delegate(sm)  # a local run's warm worker runs this job (torch already imported), if any
+warm.delegate(sm, "torch")  # a local run's warm worker runs this job (torch imported), if any
 logs.setup(sm)  # first here: it caps the threads numpy and torch start
 
 from miarepro import compat, pipeline  # noqa: E402

@@ -1,7 +1,9 @@
-from miarepro import logs
+from miarepro import logs, warm
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
-logs.setup(sm)  # first: it caps the threads numpy and torch start
+# a local run's warm worker runs this job (its libraries imported), if any
+warm.delegate(sm, "models" if sm.rule == "score_models" else "signals")
+logs.setup(sm)  # first here: it caps the threads numpy and torch start
 
 from miarepro import pipeline  # noqa: E402
 

@@ -458,7 +458,7 @@ def test_an_audit_costs_its_precompute_and_a_thousand_records(tmp_path, monkeypa
     monkeypatch.setattr(res, "audit_size", lambda *_: (50, 50))
     monkeypatch.setattr(res, "score_seconds", lambda _r, _s, attack: 2.0 if attack == "iha"
                         else 0.5)
-    monkeypatch.setattr(iha_tables, "_max_rss", lambda _path: 0.0)
+    monkeypatch.setattr(res, "score_memory_mb", lambda *_: 0.0)
     assert iha_tables.audit_minutes("s", config, "lira") * 60 == pytest.approx(254 + 5)
     assert iha_tables.audit_minutes("s", config, "iha") * 60 == pytest.approx(24 + 50)
     costs = iha_tables._costs("s", config, "iha")

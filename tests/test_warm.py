@@ -1,11 +1,12 @@
-"""The warm worker: a delegated job runs in a forked child, on the job's own stdout and stderr,
-with its exit status; without a worker the job runs in its own process."""
+"""The warm workers: a delegated job runs in a forked child, on the job's own stdout and
+stderr, with its exit status; without a worker the job runs in its own process."""
 
 import os
 import signal
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -18,10 +19,10 @@ from miarepro import warm
 
 if "snakemake" not in globals():  # the job's own process (the worker's child is given it)
     snakemake = SimpleNamespace(threads=1, out=sys.argv[1], code=int(sys.argv[2]),
-                                client=os.getpid())
-warm.delegate(snakemake)
+                                kind=sys.argv[3], client=os.getpid())
+warm.delegate(snakemake, snakemake.kind)
 with open(snakemake.out, "w") as record:
-    record.write(f"{snakemake.client} {os.getpid()} {os.getcwd()}")
+    record.write(f"{snakemake.client} {os.getpid()} {os.getcwd()} {'torch' in sys.modules}")
 print("written by the job")
 if snakemake.code == 7:
     raise RuntimeError("the job failed")
@@ -36,11 +37,12 @@ def worker(tmp_path_factory):
     folder = tmp_path_factory.mktemp("warm")
     (folder / "job.py").write_text(JOB)
     saved = os.environ.get(warm.SOCKET_VARIABLE)
-    warm.start(str(folder / "worker.log"))
+    warm.start(str(folder))
     deadline = time.monotonic() + 60
-    while "listening" not in (folder / "worker.log").read_text():
-        assert time.monotonic() < deadline, "the worker did not start"
-        time.sleep(0.2)
+    for kind in warm.PRELOADS:
+        while "listening" not in (folder / f"warm-{kind}.log").read_text():
+            assert time.monotonic() < deadline, f"the {kind} worker did not start"
+            time.sleep(0.2)
     yield folder
     warm.stop()
     assert warm.SOCKET_VARIABLE not in os.environ
@@ -48,42 +50,48 @@ def worker(tmp_path_factory):
         os.environ[warm.SOCKET_VARIABLE] = saved
 
 
-def run_job(folder, code, cwd, env=None):
+def run_job(folder, code, cwd, env=None, kind="signals"):
+    """The job's result and what it recorded: the job process's pid, the pid that ran the
+    job, its directory and whether torch was imported there."""
     out = folder / f"record-{code}-{len(list(folder.iterdir()))}"
-    result = subprocess.run([sys.executable, str(folder / "job.py"), str(out), str(code)],
+    result = subprocess.run([sys.executable, str(folder / "job.py"), str(out), str(code), kind],
                             capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
-    client, job, where = out.read_text().split() if out.exists() else (None, None, None)
-    return result, client, job, where
+    fields = out.read_text().split() if out.exists() else [""] * 4
+    return result, SimpleNamespace(client=fields[0], job=fields[1], where=fields[2],
+                                   torch=fields[3] == "True")
 
 
-def test_a_delegated_job_runs_in_the_worker_with_the_jobs_streams(worker, tmp_path):
-    result, client, job, where = run_job(worker, 0, tmp_path)
+@pytest.mark.parametrize("kind", ["torch", "signals"])
+def test_a_delegated_job_runs_in_the_worker_with_the_jobs_streams(worker, tmp_path, kind):
+    result, record = run_job(worker, 0, tmp_path, kind=kind)
     assert result.returncode == 0, result.stderr
-    assert client != job  # forked from the worker, not the job's own process
-    assert where == str(tmp_path)  # in the job's directory
+    assert record.client != record.job  # forked from the worker, not the job's own process
+    assert record.where == str(tmp_path)  # in the job's directory
     assert "written by the job" in result.stdout  # on the job's own stdout
+    # a worker imports only what its jobs import: a score job's peak memory is its own
+    assert record.torch == (kind == "torch")
 
 
 @pytest.mark.parametrize(("code", "status", "message"), [(3, 3, ""), (7, 1, "the job failed")])
 def test_the_jobs_exit_status_and_traceback_reach_snakemake(worker, tmp_path, code, status,
                                                              message):
-    result, client, job, _ = run_job(worker, code, tmp_path)
+    result, record = run_job(worker, code, tmp_path)
     assert result.returncode == status
-    assert client != job and message in result.stderr
+    assert record.client != record.job and message in result.stderr
 
 
 def test_without_a_worker_the_job_runs_in_its_own_process(worker, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != warm.SOCKET_VARIABLE}
-    result, client, job, _ = run_job(worker, 0, tmp_path, env)
-    assert result.returncode == 0 and client == job
-    gone = {**env, warm.SOCKET_VARIABLE: str(tmp_path / "no-such-socket")}
-    result, client, job, _ = run_job(worker, 0, tmp_path, gone)
-    assert result.returncode == 0 and client == job
+    result, record = run_job(worker, 0, tmp_path, env)
+    assert result.returncode == 0 and record.client == record.job
+    gone = {**env, warm.SOCKET_VARIABLE: str(tmp_path / "no-such-folder")}
+    result, record = run_job(worker, 0, tmp_path, gone)
+    assert result.returncode == 0 and record.client == record.job
 
 
 def test_a_job_whose_process_is_killed_stops(worker, tmp_path):
     out = worker / "record-killed"
-    client = subprocess.Popen([sys.executable, str(worker / "job.py"), str(out), "9"],
+    client = subprocess.Popen([sys.executable, str(worker / "job.py"), str(out), "9", "signals"],
                               cwd=tmp_path, stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while not out.exists():

@@ -14,6 +14,10 @@ import pytest
 import yaml
 from workflow_runs import ROOT, SNAKEMAKE, TINY, planned_jobs, run
 
+from miarepro.uncertainty import COST_COLUMNS
+
+COSTS = list(COST_COLUMNS)  # measured, so they differ from run to run
+
 
 @pytest.fixture(scope="module")
 def workflow(tmp_path_factory):
@@ -207,6 +211,11 @@ def test_iha_tables(workflow):
     assert set(agreement["population"]) == {"members", "nonmembers"}
     costs = pd.read_csv(artifacts / "IHA-T6.csv").set_index("attack")
     assert costs.loc["iha", "precompute_seconds"] > 0 == costs.loc["loss", "precompute_seconds"]
+    # runtime memory: the score job's own peak, recorded in its metrics (a warm worker's child
+    # is not the process Snakemake's benchmark file measures)
+    loss = pd.read_parquet(workflow / "results/studies/bal/metrics/loss.parquet")
+    assert costs.loc["loss", "runtime_memory_mb"] == pytest.approx(
+        loss["peak_memory_mb"].max(), rel=0.01) and loss["peak_memory_mb"].gt(0).all()
     assert costs.loc["iha", "paper_seconds_per_sample"] == pytest.approx(0.16)
     iha = costs.loc["iha"]  # a thousand-record audit: precompute + 1,000 records
     assert iha.audit_minutes == pytest.approx(
@@ -315,10 +324,8 @@ def test_same_config_gives_identical_scores(workflow, tmp_path):
     run(workflow, TINY, "--forceall", *[f"results/{path}" for path in rerun])
     for path in rerun:
         first, second = tmp_path / "first" / path, workflow / "results" / path
-        pd.testing.assert_frame_equal(pd.read_parquet(first).drop(columns="score_seconds",
-                                                                  errors="ignore"),
-                                      pd.read_parquet(second).drop(columns="score_seconds",
-                                                                   errors="ignore"))
+        pd.testing.assert_frame_equal(pd.read_parquet(first).drop(columns=COSTS, errors="ignore"),
+                                      pd.read_parquet(second).drop(columns=COSTS, errors="ignore"))
     fits = sorted((tmp_path / "first" / "studies").rglob("fits/*/*.npz"))
     assert fits
     for first in fits:
@@ -499,5 +506,5 @@ def test_the_advice_for_a_damaged_checkpoint_mends_the_workflow(workflow, tmp_pa
                             text=True, check=False)
     assert mended.returncode == 0, (mended.stdout + mended.stderr)[-3000:]
     pd.testing.assert_frame_equal(
-        pd.read_parquet(work / target).drop(columns="score_seconds", errors="ignore"),
-        pd.read_parquet(workflow / target).drop(columns="score_seconds", errors="ignore"))
+        pd.read_parquet(work / target).drop(columns=COSTS, errors="ignore"),
+        pd.read_parquet(workflow / target).drop(columns=COSTS, errors="ignore"))

@@ -23,8 +23,8 @@ from miarepro.paths import model_home, reference_home
 
 
 def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
-    """What an artifact reads: per attack its scores, metrics and score benchmark, and the
-    cards of the models it used (compute columns) and of the targets (regime)."""
+    """What an artifact reads: per attack its scores and metrics, and the cards of the models
+    it used (compute columns) and of the targets (regime)."""
     builder = BUILDERS[settings["builder"]]
     if builder.inputs is not None:
         return builder.inputs(results, settings, config)
@@ -39,8 +39,7 @@ def score_inputs(results: str, settings: dict[str, Any], config: dict[str, Any],
     for study, study_config in studies_read(settings, config, regime, replicates).items():
         for attack in study_config["attacks"]:
             files += [str(res.score_path(results, study, attack)),
-                      str(res.metrics_path(results, study, attack)),
-                      f"{results}/benchmarks/{study}/score-{attack}.tsv"]
+                      str(res.metrics_path(results, study, attack))]
             files += _model_cards(results, study, study_config, attack)
             files += _fit_cards(results, study, study_config, attack)[:1]
         home = model_home(study, study_config)

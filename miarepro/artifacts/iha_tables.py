@@ -130,10 +130,6 @@ def _paper_agreement(papers: pd.DataFrame, study_config: dict[str, Any], a: str,
 
 # --- Table 6: costs ---------------------------------------------------------------------------
 
-def _max_rss(path: str) -> float:
-    return float(pd.read_csv(path, sep="\t")["max_rss"].iloc[0])
-
-
 #: IHA §4.1 trains 128 models, so each target has 127 reference models: LiRA's precompute in
 #: Table 6 trains them
 PAPER_REFERENCES = 127
@@ -166,7 +162,7 @@ def _costs(study: str, study_config: dict[str, Any], attack: str) -> dict[str, f
            + sum(t["train_seconds"] for t in trains if t["role"] != "reference"))
     at_paper = own + (np.mean(references) * PAPER_REFERENCES if references else 0.0)
     precompute_mb = max([f["peak_memory_mb"] for f in fits + trains] + [0.0])
-    runtime_mb = _max_rss(f"{RESULTS}/benchmarks/{study}/score-{attack}.tsv")
+    runtime_mb = res.score_memory_mb(RESULTS, study, attack)
     return {"precompute_seconds": own + sum(references),
             "seconds_per_sample": per_record, "precompute_memory_mb": precompute_mb,
             "runtime_memory_mb": runtime_mb, "peak_memory_mb": max(precompute_mb, runtime_mb),

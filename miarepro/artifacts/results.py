@@ -99,6 +99,11 @@ def score_seconds(results: str, study: str, attack: str) -> float:
     return float(table.loc[table["replicate"] < 0, "score_seconds"].mean())
 
 
+def score_memory_mb(results: str, study: str, attack: str) -> float:
+    """Peak resident memory of the job that scored the attack (MB), as it measured itself."""
+    return float(_metrics_table(results, study, attack)["peak_memory_mb"].max())
+
+
 def study_metrics(results: str, study: str, study_config: dict,
                   metric_names: Iterable[str]) -> pd.DataFrame:
     """One row per attack instance of a study: each metric with its 95% interval.
