@@ -8,9 +8,12 @@ per kind of job (:func:`start`, :data:`PRELOADS`), which imports what those jobs
 job script's first call, :func:`delegate`, hands the job over: the worker forks, and the child
 runs the same script with the same ``snakemake`` object, in the job's directory and
 environment, writing to the job's own stdout and stderr; its exit status becomes the job's.
-The code, the seeds and the files written are those of a job run on its own, and so is the
-peak memory a job records (its card's, its metrics'), as a worker imports nothing its jobs
-would not.
+The code, the seeds and the files written are those of a job run on its own (tested: every
+model, fit and score file byte for byte). A worker imports nothing its jobs would not, so the
+peak memory a job records (its card's, its metrics') is of the same libraries; it reads 30 to
+50 MB lower than in a process of its own, which also counts the import's transient peak and
+library pages the job never touches (the tiny test config: 159 against 192 MB for a LOSS score
+job, 186 against 240 MB for a training job).
 
 Where no worker answers (a cluster job, ``resources: warm_worker: false``, a worker not ready
 yet), :func:`delegate` returns and the job runs in its own process as before. Snakemake's
