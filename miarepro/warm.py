@@ -16,7 +16,8 @@ library pages the job never touches (the tiny test config: 159 against 192 MB fo
 job, 186 against 240 MB for a training job).
 
 Where no worker answers (a cluster job, ``resources: warm_worker: false``, a worker not ready
-yet), :func:`delegate` returns and the job runs in its own process as before. Snakemake's
+yet) or the job runs another Python than the workers (``--use-conda``, a container),
+:func:`delegate` returns and the job runs in its own process as before. Snakemake's
 benchmark file of a delegated job times it right but measures the memory of its own process
 only, so score jobs record their peak memory themselves. A child whose job process goes away
 (Snakemake cancelled it) stops too.
@@ -51,6 +52,7 @@ PRELOADS = {
 _LENGTH = struct.Struct("!Q")
 _PID = struct.Struct("!q")
 _STATUS = struct.Struct("!i")
+_DECLINED = -1  # the worker's answer to a job of another Python interpreter
 _in_worker = False  # set in a forked child: its script's own delegate() call must run the job
 _workers: list[subprocess.Popen] = []
 
@@ -70,11 +72,16 @@ def delegate(snakemake: Any, kind: str) -> None:
     except OSError:  # no worker (yet): this process runs the job itself
         connection.close()
         return
-    request = pickle.dumps({"script": sys.modules["__main__"].__file__, "snakemake": snakemake,
-                            "cwd": os.getcwd(), "env": dict(os.environ), "path": list(sys.path)})
+    request = pickle.dumps({  # the job's object apart: another Python may not unpickle it
+        "python": _python(), "snakemake": pickle.dumps(snakemake),
+        "script": sys.modules["__main__"].__file__, "cwd": os.getcwd(), "env": dict(os.environ),
+        "path": list(sys.path)})
     socket.send_fds(connection, [_LENGTH.pack(len(request))], [0, 1, 2])
     connection.sendall(request)
     child = _read(connection, _PID)
+    if child == _DECLINED:  # another Python (--use-conda, a container): the job runs here
+        connection.close()
+        return
     if child is not None:  # a signal to this process (Snakemake cancels a job) goes to the job
         for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(number, lambda received, _frame: _forward(child, received))
@@ -84,6 +91,11 @@ def delegate(snakemake: Any, kind: str) -> None:
         status = 1
     sys.stdout.flush()
     os._exit(status)
+
+
+def _python() -> tuple[str, str]:
+    """The interpreter and its environment (a virtual environment shares its interpreter)."""
+    return os.path.realpath(sys.executable), sys.prefix
 
 
 def _forward(child: int, received: int) -> None:
@@ -204,6 +216,9 @@ def _run_child(connection: socket.socket) -> None:
                 os._exit(1)
             payload += chunk
         request = pickle.loads(payload)
+        if request["python"] != _python():
+            connection.sendall(_PID.pack(_DECLINED))
+            os._exit(0)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
@@ -215,7 +230,7 @@ def _run_child(connection: socket.socket) -> None:
         os.environ.pop(SOCKET_VARIABLE, None)  # what the job starts runs on its own
         sys.path[:] = request["path"]
         _in_worker = True
-        status = _run_script(request["script"], request["snakemake"])
+        status = _run_script(request["script"], pickle.loads(request["snakemake"]))
     except BaseException:  # before the job's script ran: on its stderr once it is received
         import traceback
 

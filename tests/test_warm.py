@@ -89,6 +89,19 @@ def test_without_a_worker_the_job_runs_in_its_own_process(worker, tmp_path):
     assert result.returncode == 0 and record.client == record.job
 
 
+@pytest.mark.skipif(sys.prefix == sys.base_prefix, reason="needs a virtual environment's base")
+def test_a_job_of_another_python_runs_in_its_own_process(worker, tmp_path):
+    """--use-conda or a container: the job's interpreter or environment is not the worker's."""
+    base = os.path.join(sys.base_prefix, "bin", "python3")
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(warm.__file__))}
+    out = worker / "record-other-python"
+    result = subprocess.run([base, str(worker / "job.py"), str(out), "0", "signals"],
+                            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    client, job = out.read_text().split()[:2]
+    assert client == job
+
+
 def test_a_job_whose_process_is_killed_stops(worker, tmp_path):
     out = worker / "record-killed"
     client = subprocess.Popen([sys.executable, str(worker / "job.py"), str(out), "9", "signals"],
