@@ -13,7 +13,8 @@ model, fit and score file byte for byte). A worker imports nothing its jobs woul
 peak memory a job records (its card's, its metrics') is of the same libraries; it reads 30 to
 50 MB lower than in a process of its own, which also counts the import's transient peak and
 library pages the job never touches (the tiny test config: 159 against 192 MB for a LOSS score
-job, 186 against 240 MB for a training job).
+job, 186 against 240 MB for a training job). Score jobs that run the models import torch
+themselves: the exact IHA, which does not, would otherwise record torch's memory too.
 
 Where no worker answers (a cluster job, ``resources: warm_worker: false``, a worker not ready
 yet) or the job runs another Python than the workers (``--use-conda``, a container),
@@ -44,10 +45,9 @@ SOCKET_VARIABLE = "MIAREPRO_WARM_SOCKETS"  # the folder of the workers' sockets
 #: what each worker imports before it forks: exactly what its jobs import on their own
 PRELOADS = {
     "torch": ("torch", "miarepro.training", "miarepro.pipeline"),  # training and fit jobs
-    "signals": ("pandas", "pyarrow.parquet", "sklearn.metrics", "miarepro.attacks",
-                "miarepro.uncertainty", "miarepro.pipeline"),  # scoring saved signals
-    "models": ("torch", "miarepro.training", "pandas", "pyarrow.parquet", "sklearn.metrics",
-               "miarepro.attacks", "miarepro.uncertainty", "miarepro.pipeline"),  # white-box
+    # score jobs; those that run the models import torch themselves (the exact IHA does not)
+    "scores": ("pandas", "pyarrow.parquet", "sklearn.metrics", "miarepro.attacks",
+               "miarepro.uncertainty", "miarepro.pipeline"),
 }
 _LENGTH = struct.Struct("!Q")
 _PID = struct.Struct("!q")

@@ -1,8 +1,7 @@
 from miarepro import logs, warm
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
-# a local run's warm worker runs this job (its libraries imported), if any
-warm.delegate(sm, "models" if sm.rule == "score_models" else "signals")
+warm.delegate(sm, "scores")  # a local run's warm worker runs this job (pandas imported), if any
 logs.setup(sm)  # first here: it caps the threads numpy and torch start
 
 from miarepro import pipeline  # noqa: E402

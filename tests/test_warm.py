@@ -50,7 +50,7 @@ def worker(tmp_path_factory):
         os.environ[warm.SOCKET_VARIABLE] = saved
 
 
-def run_job(folder, code, cwd, env=None, kind="signals"):
+def run_job(folder, code, cwd, env=None, kind="scores"):
     """The job's result and what it recorded: the job process's pid, the pid that ran the
     job, its directory and whether torch was imported there."""
     out = folder / f"record-{code}-{len(list(folder.iterdir()))}"
@@ -61,7 +61,7 @@ def run_job(folder, code, cwd, env=None, kind="signals"):
                                    torch=fields[3] == "True")
 
 
-@pytest.mark.parametrize("kind", ["torch", "signals"])
+@pytest.mark.parametrize("kind", ["torch", "scores"])
 def test_a_delegated_job_runs_in_the_worker_with_the_jobs_streams(worker, tmp_path, kind):
     result, record = run_job(worker, 0, tmp_path, kind=kind)
     assert result.returncode == 0, result.stderr
@@ -95,7 +95,7 @@ def test_a_job_of_another_python_runs_in_its_own_process(worker, tmp_path):
     base = os.path.join(sys.base_prefix, "bin", "python3")
     env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(warm.__file__))}
     out = worker / "record-other-python"
-    result = subprocess.run([base, str(worker / "job.py"), str(out), "0", "signals"],
+    result = subprocess.run([base, str(worker / "job.py"), str(out), "0", "scores"],
                             capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     client, job = out.read_text().split()[:2]
@@ -104,7 +104,7 @@ def test_a_job_of_another_python_runs_in_its_own_process(worker, tmp_path):
 
 def test_a_job_whose_process_is_killed_stops(worker, tmp_path):
     out = worker / "record-killed"
-    client = subprocess.Popen([sys.executable, str(worker / "job.py"), str(out), "9", "signals"],
+    client = subprocess.Popen([sys.executable, str(worker / "job.py"), str(out), "9", "scores"],
                               cwd=tmp_path, stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while not out.exists():

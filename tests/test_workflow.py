@@ -313,15 +313,19 @@ def test_white_box_handle_rebuilds_the_saved_models(workflow):
 
 def test_same_config_gives_identical_scores(workflow, tmp_path):
     """Scores, metrics, fits and checkpoints are bit-identical; only the measured scoring time
-    differs."""
+    and memory differ. The first run's jobs ran in warm workers (miarepro.warm), the rerun's
+    each in a process of its own: the workers change no result."""
     import numpy as np
 
+    assert all("listening" in (workflow / f"logs/warm-{kind}.log").read_text()
+               for kind in ("torch", "scores"))
     shutil.copytree(workflow / "results", tmp_path / "first")
     rerun = [f"studies/{study}/{kind}/{attack}.parquet" for kind in ("scores", "metrics")
              for study, attack in (("part", "bmia"), ("part", "bmia-ref-wide"),
                                    ("part", "qmia"), ("part-ood", "attack-p"))]
     # everything these need is recomputed: the dataset, splits, models of two studies, fits
-    run(workflow, TINY, "--forceall", *[f"results/{path}" for path in rerun])
+    alone = {**TINY, "resources": {"warm_worker": False}}
+    run(workflow, alone, "--forceall", *[f"results/{path}" for path in rerun])
     for path in rerun:
         first, second = tmp_path / "first" / path, workflow / "results" / path
         pd.testing.assert_frame_equal(pd.read_parquet(first).drop(columns=COSTS, errors="ignore"),
