@@ -53,7 +53,6 @@ _LENGTH = struct.Struct("!Q")
 _PID = struct.Struct("!q")
 _STATUS = struct.Struct("!i")
 _DECLINED = -1  # the worker's answer to a job of another Python interpreter
-_in_worker = False  # set in a forked child: its script's own delegate() call must run the job
 _workers: list[subprocess.Popen] = []
 
 
@@ -62,8 +61,8 @@ _workers: list[subprocess.Popen] = []
 def delegate(snakemake: Any, kind: str) -> None:
     """Run this job in the warm worker of its ``kind`` (:data:`PRELOADS`) and exit with its
     status; return if there is none."""
-    folder = os.environ.get(SOCKET_VARIABLE)
-    if _in_worker or not folder:
+    folder = os.environ.get(SOCKET_VARIABLE)  # a worker's child has none: it runs the job
+    if not folder:
         return
     path = os.path.join(folder, kind)
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -106,13 +105,19 @@ def _forward(child: int, received: int) -> None:
 
 
 def _read(connection: socket.socket, layout: struct.Struct) -> int | None:
-    data = b""
-    while len(data) < layout.size:
-        chunk = connection.recv(layout.size - len(data))
+    data = _receive(connection, layout.size)
+    return None if data is None else layout.unpack(data)[0]
+
+
+def _receive(connection: socket.socket, size: int) -> bytes | None:
+    """Exactly ``size`` bytes, or None if the other side closed first."""
+    data = bytearray()
+    while len(data) < size:
+        chunk = connection.recv(size - len(data))
         if not chunk:
             return None
         data += chunk
-    return layout.unpack(data)[0]
+    return bytes(data)
 
 
 # --- the Snakefile's side ---------------------------------------------------------------------
@@ -155,10 +160,6 @@ def serve(path: str, parent: int) -> None:
     # unpickling a job's ``snakemake`` object imports snakemake.script
     for module in ("numpy", "snakemake.script", *PRELOADS[os.path.basename(path)]):
         importlib.import_module(module)
-    if "torch" in sys.modules:
-        from miarepro import compat
-
-        compat.eager_optimizers()  # what train.py and fit.py do first
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -203,18 +204,13 @@ def _reap(block: bool = False) -> bool:
 
 
 def _run_child(connection: socket.socket) -> None:
-    global _in_worker
     status = 1
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         header, fds, _, _ = socket.recv_fds(connection, _LENGTH.size, 3)
-        size = _LENGTH.unpack(header)[0]
-        payload = bytearray()
-        while len(payload) < size:
-            chunk = connection.recv(size - len(payload))
-            if not chunk:
-                os._exit(1)
-            payload += chunk
+        payload = _receive(connection, _LENGTH.unpack(header)[0])
+        if payload is None:  # the job's process went away
+            os._exit(1)
         request = pickle.loads(payload)
         if request["python"] != _python():
             connection.sendall(_PID.pack(_DECLINED))
@@ -227,9 +223,8 @@ def _run_child(connection: socket.socket) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
-        os.environ.pop(SOCKET_VARIABLE, None)  # what the job starts runs on its own
+        os.environ.pop(SOCKET_VARIABLE, None)  # the script's own delegate() then returns
         sys.path[:] = request["path"]
-        _in_worker = True
         status = _run_script(request["script"], pickle.loads(request["snakemake"]))
     except BaseException:  # before the job's script ran: on its stderr once it is received
         import traceback
@@ -273,7 +268,4 @@ def _exit_with_client(connection: socket.socket) -> None:
 
 
 if __name__ == "__main__":
-    # through the importable module: its flag is the one a job script's delegate() reads
-    from miarepro import warm
-
-    warm.serve(sys.argv[1], int(sys.argv[2]))
+    serve(sys.argv[1], int(sys.argv[2]))

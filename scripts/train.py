@@ -1,13 +1,14 @@
 from miarepro import logs, warm
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
-if sm.params.architecture["arch"] != "catboost":  # CatBoost models never import torch (2 s)
+uses_torch = sm.params.architecture["arch"] != "catboost"  # CatBoost never imports it (2 s)
+if uses_torch:
     warm.delegate(sm, "torch")  # a local run's warm worker runs this job (torch imported), if any
 logs.setup(sm)  # first here: it caps the threads numpy and torch start
 
 from miarepro import pipeline  # noqa: E402
 
-if sm.params.architecture["arch"] != "catboost":
+if uses_torch:
     from miarepro import compat
 
     compat.eager_optimizers()  # this process never compiles: skip torch.compile's 1.5 s import

@@ -50,11 +50,11 @@ def worker(tmp_path_factory):
         os.environ[warm.SOCKET_VARIABLE] = saved
 
 
-def run_job(folder, code, cwd, env=None, kind="scores"):
+def run_job(folder, code, cwd, env=None, kind="scores", python=sys.executable):
     """The job's result and what it recorded: the job process's pid, the pid that ran the
     job, its directory and whether torch was imported there."""
     out = folder / f"record-{code}-{len(list(folder.iterdir()))}"
-    result = subprocess.run([sys.executable, str(folder / "job.py"), str(out), str(code), kind],
+    result = subprocess.run([python, str(folder / "job.py"), str(out), str(code), kind],
                             capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
     fields = out.read_text().split() if out.exists() else [""] * 4
     return result, SimpleNamespace(client=fields[0], job=fields[1], where=fields[2],
@@ -94,12 +94,9 @@ def test_a_job_of_another_python_runs_in_its_own_process(worker, tmp_path):
     """--use-conda or a container: the job's interpreter or environment is not the worker's."""
     base = os.path.join(sys.base_prefix, "bin", "python3")
     env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(warm.__file__))}
-    out = worker / "record-other-python"
-    result = subprocess.run([base, str(worker / "job.py"), str(out), "0", "scores"],
-                            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    result, record = run_job(worker, 0, tmp_path, env, python=base)
     assert result.returncode == 0, result.stderr
-    client, job = out.read_text().split()[:2]
-    assert client == job
+    assert record.client == record.job
 
 
 def test_a_job_whose_process_is_killed_stops(worker, tmp_path):
