@@ -12,6 +12,8 @@ already made (its ``results/`` is read, and its claims are rebuilt with the curr
 without it, the first run is made too, in ``DIR/first``. A verdict agrees when both runs give
 the same word for a (claim, study) row; rows "not run" in both are left out.
 
+It checks the claims table's ``replication`` column, the chance that a rerun keeps each
+verdict as the first run alone predicts it, against the second run (:func:`replication_lines`).
 It then asks what more replicates would buy (:func:`predicted`): each row testable in both
 runs is drawn anew under a normal model of its replicate-level quantity (the two runs' mean and
 pooled spread) and decided by the claims' own rule, at its replicate count and at 5, 10 and
@@ -128,6 +130,27 @@ def predicted(first: pd.DataFrame, second: pd.DataFrame, draws: int = 1000,
     return pd.DataFrame(rows)
 
 
+def replication_lines(first: pd.DataFrame, second: pd.DataFrame) -> list[str]:
+    """Does the first run's ``replication`` column (the chance a rerun keeps each verdict)
+    predict the second run? Overall and by band of that chance."""
+    key = ["claim", "study"]
+    both = first[[*key, "verdict", "replication"]].merge(second[[*key, "verdict"]], on=key,
+                                                         suffixes=("", "_second"))
+    both = both[both["verdict"].isin(TESTABLE) & both["replication"].notna()]
+    if both.empty:
+        return []
+    both["kept"] = both["verdict"] == both["verdict_second"]
+    bands = pd.cut(both["replication"], [0, 0.6, 0.8, 0.95, 1.01], right=False,
+                   labels=["below 0.6", "0.6 to 0.8", "0.8 to 0.95", "0.95 or more"])
+    table = both.groupby(bands, observed=True).agg(
+        rows=("kept", "size"), predicted=("replication", "mean"),
+        observed=("kept", "mean")).round(2)
+    return ["", f"The first run's `replication` column against the second run ({len(both)} rows "
+            f"testable in the first, over replicates): predicted "
+            f"{both['replication'].mean():.0%} kept, observed {both['kept'].mean():.0%}.", "",
+            table.to_markdown()]
+
+
 def prediction_lines(both: pd.DataFrame, table: pd.DataFrame) -> list[str]:
     """The report's section on what more replicates would buy."""
     fixed = len(both) - len(table)  # rows not drawn: counted as they agreed or not
@@ -193,6 +216,7 @@ def main() -> None:
              "Verdicts, first run (rows) x second run (columns):", "",
              table.to_markdown(), "", "Rows whose verdict changed:", "",
              changed.to_markdown(index=False) if len(changed) else "none",
+             *replication_lines(first_claims, second_claims),
              *prediction_lines(both, predicted(first_claims, second_claims))]
     emit(lines, args.out)
 

@@ -464,3 +464,59 @@ def test_an_audit_costs_its_precompute_and_a_thousand_records(tmp_path, monkeypa
     costs = iha_tables._costs("s", config, "iha")
     assert (costs["precompute_seconds"], costs["seconds_per_sample"]) == pytest.approx(
         (24.0, 0.05))
+
+
+def _replicates(values) -> Estimate:
+    values = np.asarray(values, dtype=float)
+    return Estimate(float(values.mean()), values, "replicates")
+
+
+def test_decide_bounds_decides_each_interval_as_decide_does():
+    greater = claim("greater")
+    low, high = np.array([0.01, -0.03, -0.01]), np.array([0.03, -0.01, 0.01])
+    assert list(cl.decide_bounds(greater, low, high)) == ["holds", "fails", "inconclusive"]
+    for lo, hi in zip(low, high, strict=True):
+        spread = Estimate((lo + hi) / 2, np.linspace(lo, hi, 1001), "bootstrap")
+        assert cl.decide(greater, spread) == cl.decide_bounds(greater, np.array([lo]),
+                                                              np.array([hi]))[0]
+
+
+def test_replication_is_high_far_from_the_boundary_and_a_coin_toss_on_it():
+    greater = claim("greater")
+    far = _replicates([0.05, 0.051, 0.049, 0.05, 0.052])
+    assert cl.replication(greater, "s", cl.decide(greater, far), far) > 0.99
+    # five replicates whose t interval ends exactly on 0: a rerun holds about half the time
+    values = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])
+    error = values.std(ddof=1) / np.sqrt(5)
+    edge = _replicates(values + 2.776 * error)  # t(4) quantile: the lower end on 0
+    chance = cl.replication(greater, "s", "holds", edge)
+    assert 0.4 < chance < 0.6
+    assert cl.replication(greater, "s", "inconclusive", edge) == pytest.approx(1 - chance,
+                                                                               abs=0.02)
+
+
+def test_replication_is_only_given_for_a_testable_verdict_over_replicates():
+    greater = claim("greater")
+    values = _replicates([0.05, 0.06, 0.04])
+    assert np.isnan(cl.replication(greater, "s", "not resolvable", values))
+    assert np.isnan(cl.replication(greater, "s", "holds", estimate(0.05, 0.01)))  # a bootstrap
+
+
+def test_replication_predicts_how_often_a_second_run_agrees():
+    """Generated claims whose true differences spread around the boundary, each run twice with
+    5 replicates: the mean replication of the first run's verdicts is the share of second runs
+    that agree, within sampling error."""
+    greater = claim("greater")
+    rng = np.random.default_rng(7)
+    predicted, agreed = [], []
+    for truth in rng.normal(0.0, 0.02, 400):
+        first, second = (_replicates(truth + 0.02 * rng.standard_normal(5)) for _ in range(2))
+        outcome = cl.decide(greater, first)
+        predicted.append(cl.replication(greater, "s", outcome, first))
+        agreed.append(cl.decide(greater, second) == outcome)
+    assert np.mean(predicted) == pytest.approx(np.mean(agreed), abs=0.04)
+
+
+def test_the_claims_page_counts_the_verdicts_a_rerun_would_keep():
+    note = cl._replication_note(pd.DataFrame({"replication": [0.98, 0.5, np.nan]}))
+    assert "0.95 or more for 1 of the 2" in note and "0.74 on average" in note

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -33,3 +34,16 @@ def test_rows_far_from_their_boundary_agree_and_rows_on_its_edge_toss_a_coin():
     assert 0.4 < edge["resolved_now"] < 0.7 and 0.45 < edge["agree_now"] < 0.6
     # at 20 replicates the interval is 4.30 / 2.09 x sqrt(20 / 3) = 5.3 times narrower
     assert edge["resolved_20"] > 0.99 and edge["agree_20"] > 0.98
+
+
+def test_the_replication_column_is_checked_against_the_second_run():
+    first = pd.DataFrame({"claim": ["A", "B", "C", "D"], "study": "s",
+                          "verdict": ["holds", "holds", "inconclusive", "not run"],
+                          "replication": [1.0, 0.5, 0.5, float("nan")]})
+    second = first.assign(verdict=["holds", "inconclusive", "inconclusive", "not run"])
+    lines = "\n".join(stability.replication_lines(first, second))
+    assert "(3 rows testable in the first, over replicates): predicted 67% kept, observed 67%" \
+        in lines
+    # by band: rows, predicted, observed (B and C on the edge: one kept, one turned)
+    assert re.search(r"\| below 0.6 *\| *2 \| *0.5 \| *0.5 \|", lines)
+    assert re.search(r"\| 0.95 or more *\| *1 \| *1 *\| *1 *\|", lines)

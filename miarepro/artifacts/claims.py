@@ -44,6 +44,10 @@ form a closed vocabulary (:data:`VERDICTS`):
   does tell apart (replicates move together) are tested like any others;
 - **not run**: this run has no study for the claim's datasets, or the study lacks one of its
   attacks; the row says which. No claim of a paper the run covers is left out.
+
+A holds, fails or inconclusive that rests on replicates also gets ``replication``: the chance
+that a rerun of the experiment under new seeds gives the same verdict (:func:`replication`),
+so that a reviewer can tell a verdict far from its boundary from one a rerun may well turn.
 """
 
 from __future__ import annotations
@@ -232,13 +236,18 @@ def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimat
 
 def decide(claim: Claim, quantity: Estimate) -> str:
     """holds, fails or inconclusive: where the compared quantity's interval lies against the
-    claimed boundary (:func:`verdict` computes the quantity; the stability benchmark draws
-    it anew to ask what more replicates would change)."""
+    claimed boundary (:func:`verdict` computes the quantity; :func:`replication` and the
+    stability benchmark draw it anew)."""
+    low, high = quantity.interval()
+    return str(decide_bounds(claim, np.array([low]), np.array([high]))[0])
+
+
+def decide_bounds(claim: Claim, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """:func:`decide` for arrays of interval bounds, element by element."""
     scale = uncertainty.percent_scale(claim.metric, claim.paper)  # claims: the paper's units
     kind = "greater" if claim.kind in ("matched_best", *TRENDS) else claim.kind
     threshold = (0.0 if kind == "greater" else claim.value if kind.startswith("ratio")
                  else claim.value / scale)
-    low, high = quantity.interval()
     if kind == "greater":
         holds, fails = low > threshold, high < threshold
     elif kind == "not_below":  # not reversed beyond the tolerance, or reversed beyond it
@@ -246,13 +255,55 @@ def decide(claim: Claim, quantity: Estimate) -> str:
     elif kind in ("close", "equals"):  # wholly within the margin of a centre, or beyond it
         centre, margin = (0.0, threshold) if kind == "close" else (threshold,
                                                                     claim.margin / scale)
-        holds = centre - margin <= low and high <= centre + margin
-        fails = low > centre + margin or high < centre - margin
+        holds = (centre - margin <= low) & (high <= centre + margin)
+        fails = (low > centre + margin) | (high < centre - margin)
     elif kind in ("at_most", "ratio_at_most"):
         holds, fails = high <= threshold, low > threshold
     else:
         holds, fails = low >= threshold, high < threshold
-    return "holds" if holds else "fails" if fails else "inconclusive"
+    return np.where(holds, "holds", np.where(fails, "fails", "inconclusive"))
+
+
+#: how many reruns :func:`replication` draws per row
+RERUNS = 4000
+
+
+def replication(claim: Claim, study: str, outcome: str, quantity: Estimate) -> float:
+    """The chance that a rerun of the experiment under other seeds gives the same verdict:
+    how fragile a holds, fails or inconclusive is (NaN for the other verdicts, and for a
+    quantity not made of replicates or targets, such as a cost's timing noise).
+
+    The replicate-level quantity is modelled as normal, and a rerun drawn from its posterior
+    predictive given this run's ``n`` values (Jeffreys prior): a spread ``sigma`` drawn from
+    ``s^2 (n - 1) / chi^2_(n-1)``, a true mean from ``N(mean, sigma^2 / n)``, then the rerun's
+    mean from ``N(true mean, sigma^2 / n)`` and its spread from ``sigma^2 chi^2_(n-1) / (n - 1)``;
+    the rerun is decided by the claim's own rule. A verdict whose interval ends near the
+    claimed boundary gets about one half, whatever the replicate count. Only the interval is
+    redrawn: whether a rerun's attacks stay distinguishable from chance ("no signal") is not
+    modelled. The stability benchmark compares this column with the agreement a second run
+    shows.
+    """
+    from scipy.special import stdtrit
+
+    if outcome not in ("holds", "fails", "inconclusive"):
+        return float("nan")
+    if quantity.method in ("replicates", "targets"):
+        values = quantity.draws[np.isfinite(quantity.draws)]
+        n = len(values)
+        if n < 2 or len(values) < len(quantity.draws):
+            return float("nan")
+        error, dof = float(values.std(ddof=1) / np.sqrt(n)), float(n - 1)
+    elif quantity.method == "welch":
+        error, dof = (float(v) for v in quantity.draws)
+    else:
+        return float("nan")
+    rng = np.random.default_rng(list(f"{claim.id}/{study}".encode()))
+    finite = np.isfinite(dof)
+    sigma = error * (np.sqrt(dof / rng.chisquare(dof, RERUNS)) if finite else np.ones(RERUNS))
+    means = quantity.value + np.sqrt(2.0) * sigma * rng.standard_normal(RERUNS)
+    errors = sigma * np.sqrt(rng.chisquare(dof, RERUNS) / dof) if finite else sigma
+    half = stdtrit(dof, 0.5 + uncertainty.LEVEL / 2) * errors
+    return float(np.mean(decide_bounds(claim, means - half, means + half) == outcome))
 
 
 def _at_chance(claim: Claim, a: Estimate, b: Estimate) -> bool:
@@ -370,7 +421,7 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                      if claim.kind == "matched_best" else "")
             rows.append({**row, "verdict": outcome, "replicates": independent_runs(study, config),
                          "ours": _describe(claim, estimates, quantity) + rival,
-                         **_quantity_columns(quantity)})
+                         **_quantity_columns(claim, study, outcome, quantity)})
     papers = dict.fromkeys(config["studies"][study]["paper"] for study in studies)
     rows += [row for paper in papers for claim in load_claims(paper) if claim.kind in TRENDS
              for row in _trend_rows(claim, config, studies)]
@@ -410,12 +461,12 @@ def _trend_rows(claim: Claim, config: dict[str, Any], studies: list[str]
         estimates = [_over_replicates(found, attack, claim.metric, config)
                      for found, (_, _, attack) in zip(replicates, ends, strict=True)]
         outcome, quantity = verdict(claim, *estimates)
-        rows.append({**row, "study": " vs ".join(study for _, study, _ in ends),
-                     "verdict": outcome, "replicates": min(
+        pair = " vs ".join(study for _, study, _ in ends)
+        rows.append({**row, "study": pair, "verdict": outcome, "replicates": min(
                          independent_runs(study, config) for _, study, _ in ends),
                      "ours": f"{claim.over} {ends[0][0]:g} vs {ends[1][0]:g}: "
                              + _describe(claim, estimates, quantity),
-                     **_quantity_columns(quantity)})
+                     **_quantity_columns(claim, pair, outcome, quantity)})
     return rows
 
 
@@ -430,9 +481,11 @@ def _row(claim: Claim, study: str, dataset: str, paper_a: float | None = None,
                        f"results/artifacts/{artifact_file(claim.artifact)}"}
 
 
-def _quantity_columns(quantity: Estimate) -> dict[str, float]:
+def _quantity_columns(claim: Claim, study: str, outcome: str, quantity: Estimate
+                      ) -> dict[str, float]:
     low, high = quantity.interval()
-    return {"quantity": quantity.value, "quantity_low": low, "quantity_high": high}
+    return {"quantity": quantity.value, "quantity_low": low, "quantity_high": high,
+            "replication": round(replication(claim, study, outcome, quantity), 2)}
 
 
 def _trend_attack(study_config: dict[str, Any], claim: Claim) -> str | None:
@@ -568,7 +621,7 @@ def build(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: s
              + VERDICT_TEXT + " TPR in %.", "", builders.interval_note(config), "",
              "| paper | " + " | ".join(VERDICTS) + " |", "|---" * (len(VERDICTS) + 1) + "|",
              *[f"| {paper} | " + " | ".join(str(v) for v in counts) + " |"
-               for paper, counts in summary.iterrows()], "",
+               for paper, counts in summary.iterrows()], "", _replication_note(table), "",
              "## Failing claims", "", *_claim_rows(table[table["verdict"] == "fails"]), "",
              "## Regime", "", *regime.regime_markdown(regime.regime_rows(config, studies)), ""]
     for paper, group in table.groupby("paper", sort=False):
@@ -582,11 +635,24 @@ def build(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: s
     io.write_text(prefix + ".md", "\n".join(lines))
 
 
+def _replication_note(table: pd.DataFrame) -> str:
+    """How many verdicts a rerun under new seeds would likely keep (:func:`replication`)."""
+    chances = table["replication"].dropna() if "replication" in table else pd.Series()
+    if chances.empty:
+        return ("No verdict rests on replicates, so none says how likely a rerun under new "
+                "seeds is to keep it.")
+    return (f"The chance that a rerun under new seeds gives the same verdict (in brackets after "
+            f"each verdict; column `replication` of claims.csv) is 0.95 or more for "
+            f"{(chances >= 0.95).sum()} of the {len(chances)} holds, fails and inconclusive "
+            f"verdicts that rest on replicates, and {chances.mean():.2f} on average: the "
+            f"share of them a second run is expected to repeat.")
+
+
 def _claim_rows(rows: pd.DataFrame) -> list[str]:
     """A Markdown table of evaluated claims: statement, study, artifact with its command, the
-    paper's numbers, ours with intervals, the verdict."""
+    paper's numbers, ours with intervals, the verdict and the chance a rerun keeps it."""
     lines = ["| claim | statement | study (stands in for) | artifact and command | paper | ours | "
-             "verdict |", "|---|---|---|---|---|---|---|"]
+             "verdict (a rerun keeps it) |", "|---|---|---|---|---|---|---|"]
     for row in rows.to_dict("records"):
         claim = {c.id: c for c in load_claims(row["paper"])}[row["claim"]]
         lines.append(
@@ -596,5 +662,7 @@ def _claim_rows(rows: pd.DataFrame) -> list[str]:
             + (f", {row['replicates']:.0f} replicates " if row.get("replicates", 1) > 1 else " ")
             + f"| [{row['artifact']}]({artifact_file(row['artifact'])}): `{row['command']}` | "
             f"{_paper_text(claim, row['paper_a'], row['paper_b'])} | {row['ours']} | "
-            f"**{row['verdict']}** |")
+            f"**{row['verdict']}**"
+            + (f" ({row['replication']:.2f})" if pd.notna(row.get("replication")) else "")
+            + " |")
     return lines if len(rows) else ["None."]
