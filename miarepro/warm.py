@@ -3,18 +3,20 @@
 Snakemake runs every job in a Python process of its own. In the default run each training or
 fit job spent about 1.6 s of wall time outside its work, 1.0 to 1.1 s of it importing torch,
 and each score job about 1 s importing pandas and scikit-learn: together some 1,300
-core-seconds, a quarter of the run on two cores. On a local run the Snakefile starts one worker
-per kind of job (:func:`start`, :data:`PRELOADS`), which imports what those jobs import, once. A
-job script's first call, :func:`delegate`, hands the job over: the worker forks, and the child
-runs the same script with the same ``snakemake`` object, in the job's directory and
-environment, writing to the job's own stdout and stderr; its exit status becomes the job's.
-The code, the seeds and the files written are those of a job run on its own (tested: every
-model, fit and score file byte for byte). A worker imports nothing its jobs would not, so the
-peak memory a job records (its card's, its metrics') is of the same libraries; it reads 30 to
-50 MB lower than in a process of its own, which also counts the import's transient peak and
-library pages the job never touches (the tiny test config: 159 against 192 MB for a LOSS score
-job, 186 against 240 MB for a training job). Score jobs that run the models import torch
-themselves: the exact IHA, which does not, would otherwise record torch's memory too.
+core-seconds, a quarter of the run on two cores; each table and figure job spent 0.7 s importing
+pandas, matplotlib and the artifact builders. On a local run the Snakefile starts one worker
+per kind of job (:func:`start`, :data:`PRELOADS`), which imports what those jobs import, once.
+A job script's first call, :func:`delegate`, hands the job over: the worker forks, and the
+child runs the same script with the same ``snakemake`` object, in the job's directory and
+environment, writing to the job's own stdout and stderr; its exit status becomes the job's. The
+code, the seeds and the files written are those of a job run on its own (tested: every model,
+fit and score file and figure byte for byte). A worker of training, fit or score jobs imports
+nothing its jobs would not, so the peak memory a job records (its card's, its metrics') is of
+the same libraries; it reads 30 to 50 MB lower than in a process of its own, which also counts
+the import's transient peak and library pages the job never touches (the tiny test config: 159
+against 192 MB for a LOSS score job, 186 against 240 MB for a training job). Score jobs that
+run the models import torch themselves: the exact IHA, which does not, would otherwise record
+torch's memory too.
 
 Where no worker answers (a cluster job, ``resources: warm_worker: false``, a worker not ready
 yet) or the job runs another Python than the workers (``--use-conda``, a container),
@@ -48,6 +50,9 @@ PRELOADS = {
     # score jobs; those that run the models import torch themselves (the exact IHA does not)
     "scores": ("pandas", "pyarrow.parquet", "sklearn.metrics", "miarepro.attacks",
                "miarepro.uncertainty", "miarepro.pipeline"),
+    # tables, figures and the index (matplotlib on its headless backend, as figures.py sets it)
+    "artifacts": ("pandas", "pyarrow.parquet", "matplotlib.pyplot",
+                  "miarepro.artifacts.builders", "miarepro.artifacts.index"),
 }
 _LENGTH = struct.Struct("!Q")
 _PID = struct.Struct("!q")
@@ -157,6 +162,7 @@ def serve(path: str, parent: int) -> None:
 
     for variable in THREAD_VARIABLES:  # each job takes one thread unless it sets its own
         os.environ.setdefault(variable, "1")
+    os.environ.setdefault("MPLBACKEND", "Agg")  # what a figure job selects before pyplot
     # unpickling a job's ``snakemake`` object imports snakemake.script
     for module in ("numpy", "snakemake.script", *PRELOADS[os.path.basename(path)]):
         importlib.import_module(module)

@@ -1,7 +1,8 @@
-from miarepro import logs
+from miarepro import logs, warm
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
-logs.setup(sm)  # first: it caps the threads numpy and torch start
+warm.delegate(sm, "artifacts")  # a local run's warm worker runs this job (matplotlib imported)
+logs.setup(sm)  # first here: it caps the threads numpy and torch start
 
 from miarepro.artifacts.index import write_index  # noqa: E402
 

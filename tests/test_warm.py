@@ -61,7 +61,7 @@ def run_job(folder, code, cwd, env=None, kind="scores", python=sys.executable):
                                    torch=fields[3] == "True")
 
 
-@pytest.mark.parametrize("kind", ["torch", "scores"])
+@pytest.mark.parametrize("kind", ["torch", "scores", "artifacts"])
 def test_a_delegated_job_runs_in_the_worker_with_the_jobs_streams(worker, tmp_path, kind):
     result, record = run_job(worker, 0, tmp_path, kind=kind)
     assert result.returncode == 0, result.stderr

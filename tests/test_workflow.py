@@ -317,20 +317,24 @@ def test_white_box_handle_rebuilds_the_saved_models(workflow):
 
 
 def test_same_config_gives_identical_scores(workflow, tmp_path):
-    """Scores, metrics, fits and checkpoints are bit-identical; only the measured scoring time
-    and memory differ. The first run's jobs ran in warm workers (miarepro.warm), the rerun's
-    each in a process of its own: the workers change no result."""
+    """Scores, metrics, fits, checkpoints and figures are bit-identical; only the measured
+    scoring time and memory differ. The first run's jobs ran in warm workers (miarepro.warm),
+    the rerun's each in a process of its own: the workers change no result."""
     import numpy as np
 
     assert all("listening" in (workflow / f"logs/warm-{kind}.log").read_text()
-               for kind in ("torch", "scores"))
+               for kind in ("torch", "scores", "artifacts"))
     shutil.copytree(workflow / "results", tmp_path / "first")
     rerun = [f"studies/{study}/{kind}/{attack}.parquet" for kind in ("scores", "metrics")
              for study, attack in (("part", "bmia"), ("part", "bmia-ref-wide"),
                                    ("part", "qmia"), ("part-ood", "attack-p"))]
+    drawn = ["artifacts/ROC-part.png", "artifacts/BMIA-F2.png"]  # from scores alone, no timing
     # everything these need is recomputed: the dataset, splits, models of two studies, fits
     alone = {**TINY, "resources": {"warm_worker": False}}
-    run(workflow, alone, "--forceall", *[f"results/{path}" for path in rerun])
+    run(workflow, alone, "--forceall", *[f"results/{path}" for path in rerun + drawn])
+    for path in drawn:  # a figure drawn in the artifact worker is the one drawn alone
+        assert (tmp_path / "first" / path).read_bytes() == (workflow / "results" / path
+                                                           ).read_bytes(), path
     for path in rerun:
         first, second = tmp_path / "first" / path, workflow / "results" / path
         pd.testing.assert_frame_equal(pd.read_parquet(first).drop(columns=COSTS, errors="ignore"),
