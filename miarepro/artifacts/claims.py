@@ -270,8 +270,9 @@ RERUNS = 4000
 
 def replication(claim: Claim, study: str, outcome: str, quantity: Estimate) -> float:
     """The chance that a rerun of the experiment under other seeds gives the same verdict:
-    how fragile a holds, fails or inconclusive is (NaN for the other verdicts, and for a
-    quantity not made of replicates or targets, such as a cost's timing noise).
+    how fragile a holds, fails or inconclusive is. NaN for the other verdicts, and where the
+    interval is not over replicates, targets or two studies' (Welch): a bootstrap over one
+    trained realisation's records, or one run's timing noise, cannot see a rerun's training.
 
     The replicate-level quantity is modelled as normal, and a rerun drawn from its posterior
     predictive given this run's ``n`` values (Jeffreys prior): a spread ``sigma`` drawn from
@@ -288,11 +289,10 @@ def replication(claim: Claim, study: str, outcome: str, quantity: Estimate) -> f
     if outcome not in ("holds", "fails", "inconclusive"):
         return float("nan")
     if quantity.method in ("replicates", "targets"):
-        values = quantity.draws[np.isfinite(quantity.draws)]
-        n = len(values)
-        if n < 2 or len(values) < len(quantity.draws):
+        values = quantity.draws
+        if len(values) < 2 or not np.isfinite(values).all():
             return float("nan")
-        error, dof = float(values.std(ddof=1) / np.sqrt(n)), float(n - 1)
+        error, dof = float(values.std(ddof=1) / np.sqrt(len(values))), float(len(values) - 1)
     elif quantity.method == "welch":
         error, dof = (float(v) for v in quantity.draws)
     else:
