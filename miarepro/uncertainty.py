@@ -346,7 +346,7 @@ class Estimate:
         if self.method in ("targets", "replicates", "welch"):
             from scipy.special import stdtrit  # Student-t quantile; scipy.stats costs 1 s
 
-            error, dof = (self.draws if self.method == "welch" else _standard_error(self))
+            error, dof = standard_error(self)
             spread = stdtrit(dof, 0.5 + level / 2) * error
             return float(self.value - spread), float(self.value + spread)
         low, high = np.quantile(self.draws, [0.5 - level / 2, 0.5 + level / 2])
@@ -398,7 +398,7 @@ def difference_across_studies(a: Estimate, b: Estimate) -> Estimate:
         raise ValueError(f"no difference of {a.method} and {b.method} estimates")
     if a.method == b.method == "bootstrap" and a.draws.shape == b.draws.shape:
         return a - b
-    errors, dofs = zip(*(_standard_error(e) for e in (a, b)), strict=True)
+    errors, dofs = zip(*(standard_error(e) for e in (a, b)), strict=True)
     variance = sum(error**2 for error in errors)
     finite = [(error, dof) for error, dof in zip(errors, dofs, strict=True) if np.isfinite(dof)]
     dof = (variance**2 / sum(error**4 / dof for error, dof in finite)
@@ -407,8 +407,12 @@ def difference_across_studies(a: Estimate, b: Estimate) -> Estimate:
                     a.resolvable and b.resolvable)
 
 
-def _standard_error(estimate: Estimate) -> tuple[float, float]:
-    """An estimate's standard error and its degrees of freedom (inf for a bootstrap)."""
+def standard_error(estimate: Estimate) -> tuple[float, float]:
+    """An estimate's standard error and its degrees of freedom (inf for a bootstrap; a Welch
+    difference carries both)."""
+    if estimate.method == "welch":
+        error, dof = estimate.draws
+        return float(error), float(dof)
     if estimate.method == "bootstrap":
         return float(estimate.draws.std(ddof=1)), np.inf
     n = len(estimate.draws)

@@ -286,17 +286,12 @@ def replication(claim: Claim, study: str, outcome: str, quantity: Estimate) -> f
     """
     from scipy.special import stdtrit
 
-    if outcome not in ("holds", "fails", "inconclusive"):
+    if (outcome not in ("holds", "fails", "inconclusive")
+            or quantity.method not in ("replicates", "targets", "welch")):
         return float("nan")
-    if quantity.method in ("replicates", "targets"):
-        values = quantity.draws
-        if len(values) < 2 or not np.isfinite(values).all():
-            return float("nan")
-        error, dof = float(values.std(ddof=1) / np.sqrt(len(values))), float(len(values) - 1)
-    elif quantity.method == "welch":
-        error, dof = (float(v) for v in quantity.draws)
-    else:
-        return float("nan")
+    if quantity.method != "welch" and not np.isfinite(quantity.draws).all():
+        return float("nan")  # a replicate or target that cannot resolve the metric
+    error, dof = uncertainty.standard_error(quantity)
     rng = np.random.default_rng(list(f"{claim.id}/{study}".encode()))
     finite = np.isfinite(dof)
     sigma = error * (np.sqrt(dof / rng.chisquare(dof, RERUNS)) if finite else np.ones(RERUNS))
