@@ -5,9 +5,11 @@ import os
 import sys
 
 # The package is importable without being installed (a cluster's conda environment holds only
-# its dependencies): from this directory here, and through PYTHONPATH in every job's scripts.
+# its dependencies): from this directory here, and through PYTHONPATH in every job's scripts,
+# in front of the caller's own (a module system's or a user's libraries, Snakemake's included)
 sys.path.insert(0, workflow.basedir)
-os.environ.update(PYTHONPATH=workflow.basedir)
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [workflow.basedir, *filter(None, [os.environ.get("PYTHONPATH")])])
 
 from miarepro import config as miarepro_config  # noqa: E402
 from miarepro import schema as miarepro_schema  # noqa: E402
