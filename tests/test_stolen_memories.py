@@ -319,12 +319,32 @@ def test_the_attack_models_train_in_float32_as_in_float64(monkeypatch):
 
     def predictions(dtype: str) -> np.ndarray:
         monkeypatch.setattr(sm, "_MODEL_DTYPE", dtype)
-        torch.manual_seed(0)  # the same initial weights
-        model = sm._train(sm._general_wb_model(2, 4, 4), layers, labels, 8, 1e-2, seed=0)
+        model = sm._train(lambda: sm._general_wb_model(2, 4, 4), layers, labels, 8, 1e-2, seed=0)
         assert next(model.parameters()).dtype == getattr(torch, dtype)
         return sm._predict(model, layers)
 
     np.testing.assert_allclose(predictions("float32"), predictions("float64"), atol=1e-4)
+
+
+def test_an_attack_model_is_its_seeds_alone():
+    """general-wb's and bayes-wb's meta models start from their own seed's weights: whatever
+    drew from torch's global generator before (the proxies and shadows trained in the same
+    fit, another job in the same process) changes nothing, and another seed changes them."""
+    from miarepro.attacks import stolen_memories as sm
+
+    generator = torch.Generator().manual_seed(0)
+    layers = [tuple(torch.randn(64, 6, generator=generator) for _ in range(3))
+              + tuple(torch.randn(64, generator=generator) for _ in range(2))]
+    labels = (torch.rand(64, generator=generator) < 0.5).float()
+
+    def weights(seed: int, drawn_before: int) -> torch.Tensor:
+        torch.manual_seed(drawn_before)
+        torch.rand(drawn_before + 1)
+        model = sm._train(lambda: sm._general_wb_model(1, 4, 4), layers, labels, 0, 1e-2, seed)
+        return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+    assert torch.equal(weights(3, drawn_before=0), weights(3, drawn_before=7))
+    assert not torch.equal(weights(3, drawn_before=0), weights(4, drawn_before=0))
 
 
 def test_a_lenet_target_is_attacked_at_each_of_its_layers():

@@ -44,6 +44,8 @@ accuracy runs well above the target's (measured on the synthetic data: 0.93-0.96
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -177,15 +179,15 @@ def fit_stolen_memories(
     arrays: dict[str, np.ndarray] = {
         "bayes_wb": np.stack([_bayes_logit(p).cpu().numpy() for p in target_pairs])}
     bayes_train = torch.stack([_bayes_logit(p) for p in train_rows], dim=1)
-    meta = _train(_general_wb_model(len(cuts), None, _META_HIDDEN), [bayes_train], train_y,
-                  epochs, lr, int(next(seeds)))
+    meta = _train(partial(_general_wb_model, len(cuts), None, _META_HIDDEN), [bayes_train],
+                  train_y, epochs, lr, int(next(seeds)))
     arrays["bayes_wb_meta"] = _predict(meta, [torch.stack(
         [_bayes_logit(p) for p in target_pairs], dim=1)])
     grid = [(d, m) for d in displacement_widths for m in meta_widths]
     logits, accuracy, states = [], [], []
     for n_d, n_m in grid:
-        model = _train(_general_wb_model(len(cuts), n_d, n_m), train_rows, train_y, epochs, lr,
-                       int(next(seeds)))
+        model = _train(partial(_general_wb_model, len(cuts), n_d, n_m), train_rows, train_y,
+                       epochs, lr, int(next(seeds)))
         accuracy.append(float(np.mean((_predict(model, valid_rows) > 0) == valid_y)))
         logits.append(_predict(model, target_pairs))
         states.append(model.state_dict())
@@ -276,14 +278,17 @@ def _rows(inputs: list, index: Any) -> list:
             for item in inputs]
 
 
-def _train(model: Any, inputs: list, labels: Any, epochs: int, lr: float, seed: int) -> Any:
-    """Adam on binary cross-entropy over the shadow rows; ``inputs`` are row-aligned."""
+def _train(build: Callable[[], Any], inputs: list, labels: Any, epochs: int, lr: float,
+           seed: int) -> Any:
+    """Adam on binary cross-entropy over the shadow rows; ``inputs`` are row-aligned. The
+    model is built after seeding, so its initial weights are its seed's alone, whatever drew
+    from torch's global generator before."""
     import torch
 
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     dtype = getattr(torch, _MODEL_DTYPE)
-    model = model.to(dtype).to(labels.device)
+    model = build().to(dtype).to(labels.device)
     inputs = _in_model_dtype(inputs)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = torch.nn.BCEWithLogitsLoss()
