@@ -36,7 +36,7 @@ from scipy.special import stdtrit
 from workflow import ROOT, SNAKEMAKE, timed  # benchmarks/workflow.py
 
 from miarepro.artifacts import claims as claims_module
-from miarepro.uncertainty import LEVEL, Estimate
+from miarepro.uncertainty import LEVEL
 from report import emit  # benchmarks/report.py
 
 SEED_SHIFT = 100_000  # above any replicate's seed step, so no run repeats another's draw
@@ -118,10 +118,11 @@ def predicted(first: pd.DataFrame, second: pd.DataFrame, draws: int = 1000,
                "agree_observed": row.verdict_1 == row.verdict_2}
         shares = {}
         for count in sorted({now, *(max(now, c) for c in COUNTS)}):
-            values = rng.normal(centre, spread, (draws, count))
-            shares[count] = pd.Series([claims_module.decide(
-                claims[row.claim], Estimate(float(v.mean()), v, "replicates")) for v in values]
-            ).value_counts(normalize=True)
+            values = rng.normal(centre, spread, (draws, count))  # each row a rerun's replicates
+            means, half = values.mean(axis=1), stdtrit(count - 1, 0.5 + LEVEL / 2) * values.std(
+                axis=1, ddof=1) / np.sqrt(count)  # its Student-t interval, as Estimate's
+            shares[count] = pd.Series(claims_module.decide_bounds(
+                claims[row.claim], means - half, means + half)).value_counts(normalize=True)
         for label, count in [("now", now), *((str(c), max(now, c)) for c in COUNTS)]:
             out[f"agree_{label}"] = float((shares[count]**2).sum())
             out[f"resolved_{label}"] = float(shares[count].drop("inconclusive",
