@@ -163,6 +163,10 @@ def serve(path: str, parent: int) -> None:
     for variable in THREAD_VARIABLES:  # each job takes one thread unless it sets its own
         os.environ.setdefault(variable, "1")
     os.environ.setdefault("MPLBACKEND", "Agg")  # what a figure job selects before pyplot
+    # pyarrow's bundled jemalloc starts a background thread as it loads (Arrow allocates
+    # through mimalloc here); without it the worker forks with one thread, as fork() wants
+    # (Python 3.12 warns at each fork of a process with several)
+    os.environ.setdefault("JE_ARROW_MALLOC_CONF", "background_thread:false")
     # unpickling a job's ``snakemake`` object imports snakemake.script
     for module in ("numpy", "snakemake.script", *PRELOADS[os.path.basename(path)]):
         importlib.import_module(module)

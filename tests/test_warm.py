@@ -2,6 +2,7 @@
 stderr, with its exit status; without a worker the job runs in its own process."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -48,6 +49,16 @@ def worker(tmp_path_factory):
     assert warm.SOCKET_VARIABLE not in os.environ
     if saved is not None:
         os.environ[warm.SOCKET_VARIABLE] = saved
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="Linux's /proc lists threads")
+def test_each_worker_forks_with_one_thread(worker):
+    """fork() copies only the calling thread: a lock another thread held would stay locked in
+    the child. Every worker, its libraries imported, runs one thread (pyarrow's allocator's
+    background thread is turned off)."""
+    for kind in warm.PRELOADS:
+        pid = re.search(r"warm worker (\d+) listening", (worker / f"warm-{kind}.log").read_text())
+        assert os.listdir(f"/proc/{pid.group(1)}/task") == [pid.group(1)], kind
 
 
 def run_job(folder, code, cwd, env=None, kind="scores", python=sys.executable):
