@@ -58,7 +58,7 @@ _LENGTH = struct.Struct("!Q")
 _PID = struct.Struct("!q")
 _STATUS = struct.Struct("!i")
 _DECLINED = -1  # the worker's answer to a job of another Python interpreter
-_workers: list[subprocess.Popen] = []
+_workers: dict[Path, subprocess.Popen] = {}  # by log file
 
 
 # --- the job's side ---------------------------------------------------------------------------
@@ -132,21 +132,27 @@ def start(log_folder: str) -> None:
     folder = tempfile.mkdtemp(prefix="miarepro-warm-")  # a short path: sockets allow 107 bytes
     Path(log_folder).mkdir(parents=True, exist_ok=True)
     for kind in PRELOADS:
-        with open(Path(log_folder) / f"warm-{kind}.log", "w") as output:
-            _workers.append(subprocess.Popen(
+        log = Path(log_folder) / f"warm-{kind}.log"
+        with open(log, "w") as output:
+            _workers[log] = subprocess.Popen(
                 [sys.executable, "-m", "miarepro.warm", os.path.join(folder, kind),
                  str(os.getpid())], stdout=output, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True))
+                stdin=subprocess.DEVNULL, start_new_session=True)
     os.environ[SOCKET_VARIABLE] = folder
 
 
 def stop() -> None:
     """Stop the workers (after the last job) and wait for them, so that their CPU time and
-    their children's count in this process's."""
+    their children's count in this process's. A worker that had already failed (an import
+    it could not make) is named: its jobs ran correctly, each in a process of its own, but
+    without the time it saves, and nothing else would say so."""
     folder = os.environ.pop(SOCKET_VARIABLE, None)
-    for worker in _workers:
+    for log, worker in _workers.items():
+        if worker.poll() not in (None, 0):
+            print(f"A warm worker failed (exit status {worker.returncode}; see {log}): its "
+                  "jobs ran in processes of their own.", file=sys.stderr)
         worker.terminate()
-    for worker in _workers:
+    for worker in _workers.values():
         worker.wait()
     _workers.clear()
     if folder:

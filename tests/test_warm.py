@@ -100,6 +100,29 @@ def test_without_a_worker_the_job_runs_in_its_own_process(worker, tmp_path):
     assert result.returncode == 0 and record.client == record.job
 
 
+def test_a_worker_that_cannot_import_is_named_and_its_jobs_run_alone(tmp_path, monkeypatch,
+                                                                     capsys):
+    """A worker that fails to import its libraries (scikit-learn shadowed by a broken module
+    here) leaves its jobs to run in processes of their own, correctly, and :func:`warm.stop`
+    names it, since nothing else would tell the run went without it."""
+    (tmp_path / "job.py").write_text(JOB)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "sklearn.py").write_text("raise ImportError('not on this machine')\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        filter(None, [str(broken), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setattr(warm, "_workers", {})  # apart from the module's workers
+    monkeypatch.setenv(warm.SOCKET_VARIABLE, "restored afterwards")
+    warm.start(str(tmp_path))
+    scores = warm._workers[tmp_path / "warm-scores.log"]
+    assert scores.wait(timeout=60) != 0
+    result, record = run_job(tmp_path, 0, tmp_path, kind="scores")
+    assert result.returncode == 0 and record.client == record.job
+    warm.stop()
+    named = capsys.readouterr().err
+    assert "warm-scores.log" in named and "warm-torch.log" not in named
+
+
 @pytest.mark.skipif(sys.prefix == sys.base_prefix, reason="needs a virtual environment's base")
 def test_a_job_of_another_python_runs_in_its_own_process(worker, tmp_path):
     """--use-conda or a container: the job's interpreter or environment is not the worker's."""
