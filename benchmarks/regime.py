@@ -1,0 +1,119 @@
+"""Would a smaller miniature stay in its paper's regime? One study's targets and its regime
+baseline, trained as configured and with changes, side by side.
+
+    .venv/bin/python benchmarks/regime.py --study bmia-purchase --set training.epochs=15
+        [--set model.widths=[512,256,128,64]] [--targets 3] [--keep DIR] [--out FILE]
+
+Making the default run fit its budget means shrinking studies (fewer epochs, narrower models,
+less data), and a change of size is a change of the miniature: its regime row (the target's
+train and test accuracy, its baseline attack's AUC and TPR@1% beside the paper's) must still
+hold. This builds a config of the study alone, ``--targets`` targets and the attack its
+``regime`` names, runs it through the workflow twice (as the default config has it, then with
+each ``--set PATH=VALUE`` applied: a dotted path into the study's config, a YAML value), and
+prints both regime rows with the training seconds per target, so that a change's saving and
+its effect on the regime are read together. One replicate's targets only: a row that moves is
+a lead to check with the full study, not a verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from workflow import ROOT, SNAKEMAKE, timed  # benchmarks/workflow.py
+
+from report import emit  # benchmarks/report.py
+
+
+def changed(study: dict[str, Any], settings: list[str]) -> dict[str, Any]:
+    """The study config with each ``PATH=VALUE`` setting applied (a path that names no key of
+    the study fails, naming it: a typo would otherwise measure the unchanged study)."""
+    study = copy.deepcopy(study)
+    for setting in settings:
+        path, sep, value = setting.partition("=")
+        if not sep:
+            raise ValueError(f"--set wants PATH=VALUE, got {setting!r}")
+        *parents, key = path.split(".")
+        node = study
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+            if node is None:
+                raise ValueError(f"--set {path}: the study has no {part!r}")
+        if not isinstance(node, dict) or key not in node:
+            raise ValueError(f"--set {path}: the study has no {key!r} there")
+        node[key] = yaml.safe_load(value)
+    return study
+
+
+def study_alone(config: dict[str, Any], name: str, study: dict[str, Any],
+                targets: int) -> dict[str, Any]:
+    """A config of one study: its targets and its regime baseline, once (no replicates), and
+    the leaderboard, whose regime table is what this benchmark reads."""
+    if "models_from" in study:
+        raise ValueError(f"{name} audits another study's models: probe that study instead")
+    baseline = study.get("regime", {}).get("baseline")
+    if not baseline:
+        raise ValueError(f"{name} names no regime baseline: nothing to compare")
+    study = {**copy.deepcopy(study), "targets": targets,
+             "attacks": {baseline: study["attacks"][baseline]}}
+    study.pop("replicates", None)
+    kept = {k: v for k, v in config.items() if k not in ("studies", "artifacts", "include")}
+    return {**kept, "replicates": 1, "studies": {name: study},
+            "artifacts": {"leaderboard": {"builder": "leaderboard"}}}
+
+
+def regime_row(run: Path, name: str) -> tuple[list[str], float]:
+    """The cells of the study's row in the run's own regime table (the leaderboard's), and its
+    targets' mean training seconds."""
+    board = (run / "results" / "artifacts" / "leaderboard.md").read_text()
+    table = board.split("## Regime", 1)[1]
+    line = next(line for line in table.splitlines() if line.startswith(f"| {name} |"))
+    cards = sorted((run / "results" / "studies" / name / "models" / "target").glob("*.json"))
+    seconds = float(np.mean([yaml.safe_load(card.read_text())["train_seconds"]
+                             for card in cards]))
+    return line.strip("|").split("|")[1:], seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--study", required=True)
+    parser.add_argument("--set", action="append", default=[], dest="settings",
+                        metavar="PATH=VALUE")
+    parser.add_argument("--targets", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="run here (a new directory) and keep it")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    if args.study not in config["studies"]:
+        sys.exit(f"no study {args.study!r} in config/config.yaml")
+    study = config["studies"][args.study]
+    variants = {"as configured": study_alone(config, args.study, study, args.targets),
+                "changed": study_alone(config, args.study, changed(study, args.settings),
+                                       args.targets)}
+    work = args.keep or Path(tempfile.mkdtemp(prefix="regime-"))
+    lines = [f"Regime of {args.study} ({args.targets} targets, one replicate), as configured "
+             f"and with {', '.join(args.settings) or 'no change'}:", "",
+             "| run | seconds to train a target | wall s | " + " | ".join(
+                 ["train acc %", "test acc % (ours / reference)", "gap % (ours / reference)",
+                  "baseline", "AUC (ours / paper)", "TPR@1% (ours / paper)", "within 2x"]) + " |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for label, variant in variants.items():
+        run = work / label.replace(" ", "-")
+        run.mkdir(parents=True)
+        (run / "config.yaml").write_text(yaml.safe_dump(variant))
+        wall, _ = timed([*SNAKEMAKE, "--directory", str(run), "--configfile",
+                         str(run / "config.yaml"), "--cores", "2", "--quiet"], ROOT)
+        cells, seconds = regime_row(run, args.study)
+        lines.append(f"| {label} | {seconds:.1f} | {wall:.0f} |" + "|".join(cells) + "|")
+    emit(lines, args.out)
+
+
+if __name__ == "__main__":
+    main()
