@@ -229,30 +229,39 @@ def test_a_bound_and_a_side_measured_by_another_metric_are_evaluated(monkeypatch
 
 def test_regime_says_within_2x_only_where_both_values_exist():
     """A study without a baseline attack (NaN in the frame, as pandas fills it) shows dashes,
-    never "yes"; one with both values says yes or no per metric."""
+    never "yes"; one with both values says yes or no per metric, and for its generalisation
+    gap where the paper gives one (a study without a baseline too)."""
     import math
 
     import pandas as pd
 
     from miarepro.artifacts import regime
 
+    assert regime._within_2x(0.055, 0.011) is False  # Stolen Memories' MNIST LeNet: 5x
+    assert regime._within_2x(0.02, 0.011) is True and regime._within_2x(0.0, 0.0) is True
+    assert regime._within_2x(math.nan, 0.1) is None and regime._within_2x(0.1, None) is None
     rows = pd.DataFrame([
         {"study": "with", "paper": "iha", "train_accuracy": 1.0, "test_accuracy": 0.9,
-         "paper_test_accuracy": 0.9, "gap": 0.1, "paper_gap": None, "baseline": "loss",
-         "reference": "r", "baseline_auc": 0.6, "baseline_auc_low": 0.55,
+         "paper_test_accuracy": 0.9, "gap": 0.1, "paper_gap": 0.08, "within_2x_gap": True,
+         "baseline": "loss", "reference": "r", "baseline_auc": 0.6, "baseline_auc_low": 0.55,
          "baseline_auc_high": 0.65, "baseline_auc_resolvable": True,
          "paper_baseline_auc": 0.55, "within_2x_auc": True, "baseline_tpr@1%": 0.1,
          "baseline_tpr@1%_low": 0.05, "baseline_tpr@1%_high": 0.15,
          "baseline_tpr@1%_resolvable": True, "paper_baseline_tpr@1%": 1.0,
          "within_2x_tpr@1%": False},
         {"study": "without", "paper": "iha", "train_accuracy": 1.0, "test_accuracy": 0.9,
-         "paper_test_accuracy": None, "gap": 0.1, "paper_gap": None, "reference": math.nan}])
+         "paper_test_accuracy": None, "gap": 0.1, "paper_gap": None, "within_2x_gap": None,
+         "reference": math.nan},
+        {"study": "gap only", "paper": "stolen-memories", "train_accuracy": 0.99,
+         "test_accuracy": 0.935, "paper_test_accuracy": None, "gap": 0.055, "paper_gap": 0.011,
+         "within_2x_gap": False, "reference": "r"}])
     lines = regime.regime_markdown(rows)
-    with_row = next(line for line in lines if line.startswith("| with |"))
-    without_row = next(line for line in lines if line.startswith("| without |"))
-    assert with_row.endswith("| AUC: yes, TPR@1%: no |")
-    assert "yes" not in without_row and "nan" not in without_row
-    assert without_row.endswith("| — | — | — |")
+    row = {name: next(line for line in lines if line.startswith(f"| {name} |"))
+           for name in ("with", "without", "gap only")}
+    assert row["with"].endswith("| gap: yes, AUC: yes, TPR@1%: no |")
+    assert "yes" not in row["without"] and "nan" not in row["without"]
+    assert row["without"].endswith("| — | — | — |")
+    assert row["gap only"].endswith("| — | — | gap: no |")
 
 
 def test_no_claim_of_a_covered_paper_is_dropped():

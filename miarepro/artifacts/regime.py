@@ -3,7 +3,8 @@
 A miniature is only worth running in the paper's regime. Each study's ``regime`` config names
 the reference it was calibrated against; these rows put the target's train and test accuracy
 and its baseline attack's AUC and TPR@1% (with intervals) beside the paper's values, and say
-whether they lie within a factor of two. Tables and the claims print them.
+whether the generalisation gap and the baseline's leakage lie within a factor of two of the
+paper's. Tables and the claims print them.
 """
 
 from __future__ import annotations
@@ -22,15 +23,17 @@ def regime_rows(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
     """Per study: the target's accuracy and baseline leakage beside the calibration reference.
 
     The baseline's paper values come from ``paper_values.csv`` (never typed into the config);
-    ``within_2x`` says whether our value lies within a factor of two of the paper's, and is
-    None where either is missing (the table then says "—", never "yes").
+    ``within_2x_*`` says whether our value (the gap, the baseline's AUC and TPR@1%) lies within
+    a factor of two of the paper's, and is None where either is missing (the table then says
+    "—", never "yes").
     """
     rows = []
     for study in studies:
         study_config = config["studies"][study]
         regime = res.regime(RESULTS, study, study_config)
         row = {"study": study, "paper": study_config["paper"],
-               "paper_dataset": study_config.get("paper_dataset"), **regime}
+               "paper_dataset": study_config.get("paper_dataset"), **regime,
+               "within_2x_gap": _within_2x(regime["gap"], regime["paper_gap"])}
         baseline = regime["baseline"]
         if baseline:
             estimates = res.attack_estimates(RESULTS, study, baseline)
@@ -45,8 +48,7 @@ def regime_rows(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                 ours = row[f"baseline_{metric}"] * uncertainty.percent_scale(
                     metric, study_config["paper"])
                 row[f"paper_baseline_{metric}"] = paper
-                row[f"within_2x_{metric}"] = (None if paper is None or pd.isna(ours)
-                                              else bool(paper / 2 <= ours <= 2 * paper))
+                row[f"within_2x_{metric}"] = _within_2x(ours, paper)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -65,10 +67,10 @@ def regime_markdown(frame: pd.DataFrame) -> list[str]:
     for row in frame.to_dict("records"):
         baseline = "" if _missing(row.get("baseline")) else row["baseline"]
         auc_in_percent = uncertainty.percent_scale("auc", row.get("paper")) == 100
-        checks = [row.get(f"within_2x_{m}") for m in ("auc", "tpr@1%")]
-        verdict = ", ".join(f"{m}: {'yes' if c else 'no'}" for m, c in
-                            zip(("AUC", "TPR@1%"), checks, strict=True)
-                            if not _missing(c)) or "—"
+        checks = {label: row.get(f"within_2x_{key}") for label, key in
+                  (("gap", "gap"), ("AUC", "auc"), ("TPR@1%", "tpr@1%"))}
+        verdict = ", ".join(f"{label}: {'yes' if check else 'no'}"
+                            for label, check in checks.items() if not _missing(check)) or "—"
         lines.append(
             f"| {row['study']} | {percent(row['train_accuracy'])} | "
             f"{percent(row['test_accuracy'])} / {percent(row['paper_test_accuracy']) or '?'} | "
@@ -77,11 +79,19 @@ def regime_markdown(frame: pd.DataFrame) -> list[str]:
                f"{paper(row.get('paper_baseline_auc'), 2 if auc_in_percent else 3) or '?'} | "
                f"{res.format_estimate(_prefixed(row, 'tpr@1%'), 'tpr@1%')} / "
                f"{paper(row.get('paper_baseline_tpr@1%')) or '?'} | {verdict} |"
-               if baseline else "— | — | — |"))
+               if baseline else f"— | — | {verdict} |"))
     lines.append("")
     lines += [f"- {row['study']}: {row['reference']}" for row in frame.to_dict("records")
               if row.get("reference")]
     return lines
+
+
+def _within_2x(ours: float | None, paper: float | None) -> bool | None:
+    """Whether ours lies within a factor of two of the paper's value; None where either is
+    missing. A paper value of 0 (a gap of zero) admits only 0."""
+    if _missing(ours) or _missing(paper):
+        return None
+    return bool(paper / 2 <= ours <= 2 * paper)
 
 
 def _missing(value: Any) -> bool:
