@@ -68,15 +68,17 @@ def study_alone(config: dict[str, Any], name: str, study: dict[str, Any],
             "artifacts": {"leaderboard": {"builder": "leaderboard"}}}
 
 
-def regime_row(run: Path, name: str) -> tuple[list[str], float]:
+def regime_row(run: Path, name: str, targets: int) -> tuple[list[str], float]:
     """The cells of the study's row in the run's own regime table (the leaderboard's), and its
     targets' mean training seconds."""
+    from miarepro import io
+    from miarepro.artifacts.results import target_card
+
     board = (run / "results" / "artifacts" / "leaderboard.md").read_text()
     table = board.split("## Regime", 1)[1]
     line = next(line for line in table.splitlines() if line.startswith(f"| {name} |"))
-    cards = sorted((run / "results" / "studies" / name / "models" / "target").glob("*.json"))
-    seconds = float(np.mean([yaml.safe_load(card.read_text())["train_seconds"]
-                             for card in cards]))
+    seconds = float(np.mean([io.read_json(target_card(str(run / "results"), name, t))[
+        "train_seconds"] for t in range(targets)]))
     return line.strip("|").split("|")[1:], seconds
 
 
@@ -110,7 +112,7 @@ def main() -> None:
         (run / "config.yaml").write_text(yaml.safe_dump(variant))
         wall, _ = timed([*SNAKEMAKE, "--directory", str(run), "--configfile",
                          str(run / "config.yaml"), "--cores", "2", "--quiet"], ROOT)
-        cells, seconds = regime_row(run, args.study)
+        cells, seconds = regime_row(run, args.study, args.targets)
         lines.append(f"| {label} | {seconds:.1f} | {wall:.0f} |" + "|".join(cells) + "|")
     emit(lines, args.out)
 
