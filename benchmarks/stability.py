@@ -45,12 +45,14 @@ COUNTS = (5, 10, 20)  # replicate counts the prediction tries
 
 
 def shifted(config: dict, shift: int) -> dict:
-    """The config with every study's split and training seeds moved by ``shift``."""
+    """The config with every study's split and training seeds moved by ``shift``, once each:
+    studies that share a YAML anchor (``split: *sm-split``) share one dict, which moving in
+    place would move once per study."""
     config = copy.deepcopy(config)
     for study in config["studies"].values():
         for key in ("split", "training"):
             if key in study:  # a models_from study takes both from its source
-                study[key]["seed"] = study[key].get("seed", 0) + shift
+                study[key] = {**study[key], "seed": study[key].get("seed", 0) + shift}
     return config
 
 

@@ -372,9 +372,9 @@ def test_top_level_replicates_are_every_studys_least(default):
 
 @pytest.mark.parametrize(("edit", "words"), [
     (lambda c: c.update(replicates=0), ["config key replicates"]),
-    (lambda c: c["studies"]["bmia-mnist-ood"].update(replicates=6),
+    (lambda c: c["studies"]["bmia-mnist-ood"].update(replicates=11),
      ["studies.bmia-mnist-ood.replicates",
-      "study 'bmia-mnist', whose models it uses, has 5 repetitions (targets)"]),
+      "study 'bmia-mnist', whose models it uses, has 10 repetitions (targets)"]),
     (lambda c: (c["studies"]["iha-mnist"].update(replicates=2), c["studies"].update(
         {"iha-mnist-r1": copy.deepcopy(c["studies"]["iha-mnist-odd"])})),
      ["studies.iha-mnist-r1", "replicate 1 of study 'iha-mnist'"]),

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from miarepro.artifacts import claims
 from miarepro.uncertainty import Estimate
@@ -47,3 +48,17 @@ def test_the_replication_column_is_checked_against_the_second_run():
     # by band: rows, predicted, observed (B and C on the edge: one kept, one turned)
     assert re.search(r"\| below 0.6 *\| *2 \| *0.5 \| *0.5 \|", lines)
     assert re.search(r"\| 0.95 or more *\| *1 \| *1 *\| *1 *\|", lines)
+
+
+def test_the_second_run_moves_every_studys_seeds_once_even_where_an_anchor_shares_them():
+    config = yaml.safe_load("""
+studies:
+  a: {split: &split {scheme: partition, seed: 0}, training: &recipe {lr: 0.1}}
+  b: {split: *split, training: *recipe}
+  c: {split: {scheme: balanced, seed: 7}, training: {lr: 0.1, seed: 3}}
+  d: {models_from: c}
+""")
+    moved = stability.shifted(config, 100_000)["studies"]
+    assert [moved[s]["split"]["seed"] for s in "abc"] == [100_000, 100_000, 100_007]
+    assert [moved[s]["training"]["seed"] for s in "abc"] == [100_000, 100_000, 100_003]
+    assert "split" not in moved["d"] and config["studies"]["a"]["split"]["seed"] == 0
