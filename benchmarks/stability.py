@@ -2,15 +2,18 @@
 count the verdicts that agree with the first.
 
     .venv/bin/python benchmarks/stability.py --keep DIR [--first RUN] [--shift K] [--out FILE]
-    .venv/bin/python benchmarks/stability.py --first RUN --second RUN2 [--out FILE]
+    .venv/bin/python benchmarks/stability.py --first RUN --second RUN2 [--update] [--out FILE]
 
 The second run is the default config with every study's split seed and training seed moved by
 ``K`` x 100,000 (so also its attack-side fits, :meth:`miarepro.pipeline.StudyFiles.fit_seed`):
 another draw of every split, model and fit, on the same data. Only the claims table and what it
 reads are built, in ``DIR`` (a new directory). ``--first`` names the results of a default run
 already made (its ``results/`` is read, and its claims are rebuilt with the current code);
-without it, the first run is made too, in ``DIR/first``. A verdict agrees when both runs give
-the same word for a (claim, study) row; rows "not run" in both are left out.
+without it, the first run is made too, in ``DIR/first``. ``--update`` first brings two
+finished runs up to the current config, rerunning only what it changed: after raising one
+study's replicates, two runs of that study instead of two of everything. A verdict agrees
+when both runs give the same word for a (claim, study) row; rows "not run" in both are left
+out.
 
 It checks the claims table's ``replication`` column, the chance that a rerun keeps each
 verdict as the first run alone predicts it, against the second run (:func:`replication_lines`).
@@ -68,14 +71,19 @@ def claims_of(run: Path, config_path: Path) -> pd.DataFrame:
     return pd.read_csv(run / "stability-claims.csv")
 
 
-def run_claims(work: Path, config: dict) -> float:
-    work.mkdir(parents=True)
+def run_claims(work: Path, config: dict, update: bool = False) -> float:
+    """Build the claims table of ``config`` in ``work``: a new directory, or (``update``) a
+    finished run's, where only the jobs whose parameters or inputs changed rerun. Snakemake's
+    code trigger is left out there: it reruns every job after any edit of the rules, which a
+    config change does not need; a change of the code that computes results needs new runs."""
+    work.mkdir(parents=True, exist_ok=update)
     path = work / "config.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     command = [part if part != str(ROOT / "config" / "config.yaml") else str(path)
                for part in SNAKEMAKE]
-    seconds, _ = timed([*command, "--directory", str(work), "results/artifacts/claims.csv"],
-                       ROOT)
+    triggers = ["--rerun-triggers", "mtime", "params", "input"] if update else []
+    seconds, _ = timed([*command, *triggers, "--directory", str(work),
+                        "results/artifacts/claims.csv"], ROOT)
     return seconds
 
 
@@ -184,14 +192,25 @@ def main() -> None:
     parser.add_argument("--first", type=Path, help="the directory of a finished default run")
     parser.add_argument("--second", type=Path, help="the directory of a finished second run "
                         "(its config.yaml beside results/): compare only")
+    parser.add_argument("--update", action="store_true", help="with --first and --second: "
+                        "bring both runs up to the current config first, rerunning only the "
+                        "studies it changed (a config change, such as a study's replicates)")
     parser.add_argument("--shift", type=int, default=1, help="the second run's seed shift K")
     parser.add_argument("--out", type=Path, help="write the report here too")
     args = parser.parse_args()
     if args.keep is None and (args.first is None or args.second is None):
         parser.error("--keep DIR: a new directory for the run(s) to make")
+    if args.update and (args.first is None or args.second is None):
+        parser.error("--update brings --first and --second up to date: name both")
     default_path = ROOT / "config" / "config.yaml"
     default = yaml.safe_load(default_path.read_text())
     rows = []
+    if args.update:
+        second_config = shifted(default, args.shift * SEED_SHIFT)
+        for name, run, config in (("first", args.first, default),
+                                  ("second", args.second, second_config)):
+            rows.append((f"{name} run brought up to the current config, 2 cores",
+                         f"{run_claims(run, config, update=True):.0f} s"))
     first = args.first
     if first is None:
         first = args.keep / "first"

@@ -1,4 +1,5 @@
-"""The stability benchmark's prediction of what more replicates would buy, on hand cases."""
+"""The stability benchmark: its prediction of what more replicates would buy on hand cases, the
+seeds of its second run, and how it brings finished runs up to date (no workflow runs)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import yaml
 
 from miarepro.artifacts import claims
@@ -62,3 +64,28 @@ studies:
     assert [moved[s]["split"]["seed"] for s in "abc"] == [100_000, 100_000, 100_007]
     assert [moved[s]["training"]["seed"] for s in "abc"] == [100_000, 100_000, 100_003]
     assert "split" not in moved["d"] and config["studies"]["a"]["split"]["seed"] == 0
+
+
+def test_an_update_reruns_a_finished_run_on_changed_params_and_inputs_only(tmp_path, monkeypatch):
+    commands = []
+
+    def timed(command: list[str], cwd: Path) -> tuple[float, str]:
+        commands.append(command)
+        return 1.0, ""
+
+    monkeypatch.setattr(stability, "timed", timed)
+    run = tmp_path / "second"
+    run.mkdir()  # a finished run
+    config = {"studies": {"a": {"split": {"seed": 100_000}}}}
+    with pytest.raises(FileExistsError):  # a new run never writes over a finished one
+        stability.run_claims(run, config)
+    stability.run_claims(run, config, update=True)
+    command = commands[-1]
+    assert yaml.safe_load((run / "config.yaml").read_text()) == config
+    assert command[command.index("--configfile") + 1] == str(run / "config.yaml")
+    at = command.index("--rerun-triggers")
+    assert command[at + 1 : at + 4] == ["mtime", "params", "input"]  # not "code": any rule edit
+    assert command[command.index("--directory") + 1] == str(run)
+    monkeypatch.setattr(sys, "argv", ["stability.py", "--first", str(run), "--update"])
+    with pytest.raises(SystemExit):  # --update names both runs
+        stability.main()
