@@ -35,11 +35,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import yaml
-from scipy.special import stdtrit
 from workflow import ROOT, SNAKEMAKE, timed  # benchmarks/workflow.py
 
 from miarepro.artifacts import claims as claims_module
-from miarepro.uncertainty import LEVEL
+from miarepro.uncertainty import student_half_width
 from report import emit  # benchmarks/report.py
 
 SEED_SHIFT = 100_000  # above any replicate's seed step, so no run repeats another's draw
@@ -119,7 +118,7 @@ def predicted(first: pd.DataFrame, second: pd.DataFrame, draws: int = 1000,
     rows = []
     for row in both.itertuples(index=False):
         now = int(row.replicates_1)
-        t = stdtrit(now - 1, 0.5 + LEVEL / 2)
+        t = student_half_width(1.0, now - 1)
         spreads = [(row.quantity_high_1 - row.quantity_low_1) / 2 / t * np.sqrt(now),
                    (row.quantity_high_2 - row.quantity_low_2) / 2 / t * np.sqrt(now)]
         centre, spread = (row.quantity_1 + row.quantity_2) / 2, np.sqrt(np.mean(
@@ -129,8 +128,8 @@ def predicted(first: pd.DataFrame, second: pd.DataFrame, draws: int = 1000,
         shares = {}
         for count in sorted({now, *(max(now, c) for c in COUNTS)}):
             values = rng.normal(centre, spread, (draws, count))  # each row a rerun's replicates
-            means, half = values.mean(axis=1), stdtrit(count - 1, 0.5 + LEVEL / 2) * values.std(
-                axis=1, ddof=1) / np.sqrt(count)  # its Student-t interval, as Estimate's
+            means, half = values.mean(axis=1), student_half_width(
+                values.std(axis=1, ddof=1), count - 1) / np.sqrt(count)  # as Estimate's
             shares[count] = pd.Series(claims_module.decide_bounds(
                 claims[row.claim], means - half, means + half)).value_counts(normalize=True)
         for label, count in [("now", now), *((str(c), max(now, c)) for c in COUNTS)]:

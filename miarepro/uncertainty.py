@@ -344,10 +344,7 @@ class Estimate:
             high = betaincinv(count + 1, trials - count, 1 - tail) if count < trials else 1.0
             return float(low), float(high)
         if self.method in ("targets", "replicates", "welch"):
-            from scipy.special import stdtrit  # Student-t quantile; scipy.stats costs 1 s
-
-            error, dof = standard_error(self)
-            spread = stdtrit(dof, 0.5 + level / 2) * error
+            spread = student_half_width(*standard_error(self), level)
             return float(self.value - spread), float(self.value + spread)
         low, high = np.quantile(self.draws, [0.5 - level / 2, 0.5 + level / 2])
         return float(low), float(high)
@@ -417,6 +414,17 @@ def standard_error(estimate: Estimate) -> tuple[float, float]:
         return float(estimate.draws.std(ddof=1)), np.inf
     n = len(estimate.draws)
     return float(estimate.draws.std(ddof=1) / np.sqrt(n)), float(n - 1)
+
+
+def student_half_width(error: float | np.ndarray, dof: float | np.ndarray,
+                       level: float = LEVEL) -> float | np.ndarray:
+    """Half-width of the Student-t interval at ``level`` for standard errors ``error`` with
+    ``dof`` degrees of freedom (scalars or arrays; ``dof`` inf gives the normal's): the one
+    rule that intervals over replicates, and the reruns the claims and the stability
+    benchmark simulate, share."""
+    from scipy.special import stdtrit  # Student-t quantile; scipy.stats costs 1 s
+
+    return stdtrit(dof, 0.5 + level / 2) * error
 
 
 def over_replicates(estimates: Sequence[Estimate]) -> Estimate:

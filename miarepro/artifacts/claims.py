@@ -284,8 +284,6 @@ def replication(claim: Claim, study: str, outcome: str, quantity: Estimate) -> f
     modelled. The stability benchmark compares this column with the agreement a second run
     shows.
     """
-    from scipy.special import stdtrit
-
     if (outcome not in ("holds", "fails", "inconclusive")
             or quantity.method not in ("replicates", "targets", "welch")):
         return float("nan")
@@ -297,7 +295,7 @@ def replication(claim: Claim, study: str, outcome: str, quantity: Estimate) -> f
     sigma = error * (np.sqrt(dof / rng.chisquare(dof, RERUNS)) if finite else np.ones(RERUNS))
     means = quantity.value + np.sqrt(2.0) * sigma * rng.standard_normal(RERUNS)
     errors = sigma * np.sqrt(rng.chisquare(dof, RERUNS) / dof) if finite else sigma
-    half = stdtrit(dof, 0.5 + uncertainty.LEVEL / 2) * errors
+    half = uncertainty.student_half_width(errors, dof)
     return float(np.mean(decide_bounds(claim, means - half, means + half) == outcome))
 
 
