@@ -3,6 +3,7 @@ import functools
 import inspect
 import os
 import re
+from types import SimpleNamespace
 
 from miarepro.artifacts import builders as artifact_builders
 from miarepro.artifacts import report as artifact_report
@@ -54,8 +55,7 @@ def before_first_job():
     from miarepro.data import preflight
 
     jobs = list(workflow.dag.needrun_jobs())
-    models = sum(10 if job.rule.name == "train_tens" else 1 for job in jobs
-                 if job.rule.name in ("train", "train_tens"))
+    models = sum(len(job.output) // 3 for job in jobs if job.rule.name.startswith("train"))
     if models:
         logger.info(f"This run trains {models} model{'s' * (models != 1)} in {len(jobs)} jobs.")
     building = {job.wildcards["dataset"] for job in jobs if job.rule.name == "dataset"}
@@ -152,9 +152,11 @@ def retry_memory(wildcards, attempt):
 
 @stored_signature
 def training_runtime(wildcards):
-    """The study's time per model; ten times it for a train_tens job, which makes ten."""
+    """The study's time per model, times the models of a bundle job (:func:`bundle_sizes`)."""
     per_model = study_resources(wildcards)["train_runtime_min"]
-    return 10 * per_model if "tens" in wildcards.keys() else per_model
+    if "tens" not in wildcards.keys():
+        return per_model
+    return per_model * bundle_sizes().get((wildcards.study, wildcards.role, wildcards.tens), 10)
 
 
 @stored_signature
@@ -182,12 +184,79 @@ def split_studies(lookaheads: dict[str, str], chosen: bool) -> str:
     return rf"(?!(?:{pairs})){STUDY}" if pairs else STUDY
 
 
+def bundled_roles() -> dict[str, list[str]]:
+    """Per study that trains its own models: its ``ten_per_job`` roles, where it lists any."""
+    return {name: study["ten_per_job"] for name, study in config["studies"].items()
+            if study["ten_per_job"] and "models_from" not in study}
+
+
 def trained_ten_per_job(bundled: bool) -> str:
-    """The study-name pattern of the train_tens jobs (``bundled``): each study whose
+    """The study-name pattern of the bundle jobs (``bundled``): each study whose
     ``ten_per_job`` lists roles, followed by one of them; or of the train jobs."""
-    return split_studies({name: f"/models/(?:{'|'.join(study['ten_per_job'])})/"
-                          for name, study in config["studies"].items()
-                          if study["ten_per_job"] and "models_from" not in study}, bundled)
+    return split_studies({name: f"/models/(?:{'|'.join(roles)})/"
+                          for name, roles in bundled_roles().items()}, bundled)
+
+
+MODEL_FILE = re.compile(r"/studies/([^/]+)/models/(\w+)/(\d+)\.\w+$")
+
+
+def _listed(inputs) -> list[str]:
+    """The paths of an input function's answer: a list, or a dict of paths and lists."""
+    values = inputs.values() if isinstance(inputs, dict) else [inputs]
+    return [path for value in values for path in ([value] if isinstance(value, str) else value)]
+
+
+@functools.cache
+def bundle_sizes() -> dict[tuple[str, str, str], int]:
+    """``(study, role, tens) -> k``: of the models ``{tens}0`` to ``{tens}9`` of a
+    ``ten_per_job`` role, the run reads the first ``k`` (``tens`` is empty for models 0 to 9).
+
+    A bundle job trains those ``k``, never a model nothing reads: a repetition's 8 reference
+    models are one job of 8, not one of 10 with 2 unread. Read off the files that every score,
+    fit and artifact job asks for, so a model some job needs always has a bundle."""
+    bundled = bundled_roles()
+    if not bundled:
+        return {}
+    paths = []
+    for name, study in config["studies"].items():
+        for key, attack in study["attacks"].items():
+            paths += _listed(attack_inputs(SimpleNamespace(study=name, attack=key)))
+            for fit in fit_paths(RESULTS, name, study, attack):
+                owner, folder, group = fit.split("/")[-4], fit.split("/")[-2], fit.split("/")[-1]
+                paths += _listed(fit_inputs(SimpleNamespace(study=owner, fit=folder,
+                                                            group=group)))
+    for name in config["artifacts"]:
+        paths += _listed(artifact_inputs(SimpleNamespace(name=name)))
+    sizes: dict[tuple[str, str, str], int] = {}
+    for path in paths:
+        match = MODEL_FILE.search(path)
+        if match and match.group(2) in bundled.get(match.group(1), ()):
+            index = int(match.group(3))
+            key = (match.group(1), match.group(2), str(index // 10) if index >= 10 else "")
+            sizes[key] = max(sizes.get(key, 0), index % 10 + 1)
+    return sizes
+
+
+def bundle_pattern(size: int) -> str:
+    """The study-name pattern of the jobs that train bundles of ``size`` models
+    (:func:`bundle_sizes`): rule train_tens every group of ten read whole, rule
+    train_tens_<k> the groups of which the first k are read."""
+    groups: dict[tuple[str, str], dict[int, list[str]]] = {}
+    for (study, role, tens), k in bundle_sizes().items():
+        groups.setdefault((study, role), {}).setdefault(k, []).append(re.escape(tens))
+    lookaheads: dict[str, list[str]] = {}
+    for study, roles in bundled_roles().items():
+        for role in roles:
+            found = groups.get((study, role), {})
+            if size == 10:  # every group of the role but those read in part
+                partial = [tens for k, listed in found.items() if k < 10 for tens in listed]
+                lookaheads.setdefault(study, []).append(
+                    rf"{role}/(?!(?:{'|'.join(partial)})\d\.)" if partial else f"{role}/")
+            elif size in found:
+                lookaheads.setdefault(study, []).append(
+                    rf"{role}/(?:{'|'.join(found[size])})\d\.")
+    return split_studies({study: f"/models/(?:{'|'.join(ahead)})"
+                          for study, ahead in lookaheads.items()}, True)
 
 
 def scored_on_models(models: bool) -> str:

@@ -13,10 +13,10 @@ if uses_torch:
 
     compat.eager_optimizers()  # this process never compiles: skip torch.compile's 1.5 s import
 
-if "tens" in sm.wildcards.keys():  # rule train_tens: models {tens}0 to {tens}9
+if "tens" in sm.wildcards.keys():  # a bundle: models {tens}0 to {tens}9, or the first few
     prefix = sm.output[0][: -len("0.pt")]
     models = [(int(f"{sm.wildcards.tens}{k}"), f"{prefix}{k}.pt", f"{prefix}{k}.npy")
-              for k in range(10)]
+              for k in range(len(sm.output) // 3)]
 else:
     models = [(int(sm.wildcards.index), sm.output.model, sm.output.signals)]
 pipeline.train_several(

@@ -17,7 +17,14 @@ from miarepro import config as miarepro_config
 ROOT = Path(__file__).resolve().parent.parent
 PAPERS = ("bmia", "qmia", "iha", "subpop", "stolen-memories")
 SMALL = {"mlp", "logistic", "cnn", "lenet", "catboost"}
-TRAINING = ("train", "train_tens")  # one model a job, or ten (a study's ten_per_job roles)
+
+
+def models_of(rule: str) -> int:
+    """Models a training job makes: one (train), ten (train_tens) or k (train_tens_<k>, the
+    first k of a group of ten of a study's ten_per_job roles); 0 for other rules."""
+    if rule == "train":
+        return 1
+    return 10 if rule == "train_tens" else int(rule[11:]) if rule.startswith("train_tens_") else 0
 
 
 @pytest.fixture(scope="module", params=(*PAPERS, "all"))
@@ -44,18 +51,14 @@ def models_trained(jobs) -> Counter:
     """(study, role): models its training jobs make."""
     trained: Counter = Counter()
     for rule, wildcards, _ in jobs:
-        if rule in TRAINING:
-            trained[(wildcards["study"], wildcards["role"])] += 10 if rule == "train_tens" else 1
+        if models_of(rule):
+            trained[(wildcards["study"], wildcards["role"])] += models_of(rule)
     return trained
 
 
-def rounded(count: int, role: str, study: dict) -> int:
-    """``count`` models of ``role``, trained ten to a job where the study says so."""
-    return -(-count // 10) * 10 if role in study["ten_per_job"] else count
-
-
 def test_each_study_trains_its_targets_and_no_more_references_than_its_attacks_use(plan):
-    """Models ten to a job round each role's count up to a multiple of ten, no further."""
+    """Models trained ten to a job are those read: a group of ten read in part trains only
+    its first models, so no role's count is rounded up."""
     config, jobs = plan
     trained = models_trained(jobs)
     for name, study in config["studies"].items():
@@ -63,13 +66,12 @@ def test_each_study_trains_its_targets_and_no_more_references_than_its_attacks_u
             assert (name, "target") not in trained
             continue
         targets = study["targets"]
-        assert trained[(name, "target")] == rounded(targets, "target", study), name
+        assert trained[(name, "target")] == targets, name
         used = max([a.get("n_reference", 0) for owner, other in config["studies"].items()
                     for a in other["attacks"].values()
                     if a.get("reference_study", other.get("models_from", owner)) == name] + [0])
         per_group = targets if study["split"]["scheme"] == "partition" else 1
-        assert trained[(name, "reference")] <= rounded(used, "reference", study) * per_group, \
-            name
+        assert trained[(name, "reference")] <= used * per_group, name
         if study["paper"] == "bmia":  # at most the paper's 8 per repetition, all of them used
             assert used <= 8 and trained[(name, "reference")] == used * targets, name
 
@@ -80,16 +82,16 @@ def test_large_models_ask_for_more_memory_and_time_than_small_ones(plan):
     config, jobs = plan
     sizes: dict[str, set[tuple[int, int]]] = {"small": set(), "other": set()}
     for rule, wildcards, resources in jobs:
-        if rule not in TRAINING:
+        if not models_of(rule):
             continue
         model = config["studies"][wildcards["study"]]["model"]
-        per_model = int(resources["runtime"]) // (10 if rule == "train_tens" else 1)
+        per_model = int(resources["runtime"]) // models_of(rule)
         small = model["arch"] in SMALL or model.get("depth") == 20  # ResNet-20: 0.27M weights
         sizes["small" if small else "other"].add((int(resources["mem_mb"]), per_model))
     if sizes["small"] and sizes["other"]:
         assert max(sizes["small"]) <= min(sizes["other"]), sizes
     longest = max(int(resources["runtime"]) for rule, _, resources in jobs
-                  if rule in (*TRAINING, "fit"))
+                  if models_of(rule) or rule == "fit")
     assert longest <= 3 * 24 * 60, longest
     heavy = [resources for rule, wildcards, resources in jobs if rule == "train" and re.search(
         r"depth': (50|121)", str(config["studies"][wildcards["study"]]["model"]))]
@@ -97,17 +99,17 @@ def test_large_models_ask_for_more_memory_and_time_than_small_ones(plan):
         assert int(resources["mem_mb"]) >= 64000 and int(resources["runtime"]) >= 1440
 
 
-def test_bundles_ask_for_ten_models_time_and_fits_for_their_own(plan):
-    """A train_tens job asks for ten times its study's per-model time; a fit job for the
+def test_bundles_ask_for_their_models_time_and_fits_for_their_own(plan):
+    """A bundle job asks for its study's per-model time times its models; a fit job for the
     study's fit_runtime_min where it sets one, else the training time."""
     config, jobs = plan
     checked = 0
     for rule, wildcards, resources in jobs:
-        if rule not in ("train_tens", "fit"):
+        if not rule.startswith("train_tens") and rule != "fit":
             continue
         study = config["studies"][wildcards["study"]]
         own = {**config["resources"], **study.get("resources", {})}
-        expected = (10 * own["train_runtime_min"] if rule == "train_tens"
+        expected = (models_of(rule) * own["train_runtime_min"] if rule != "fit"
                     else own.get("fit_runtime_min", own["train_runtime_min"]))
         assert int(resources["runtime"]) == expected, (rule, wildcards)
         checked += 1
