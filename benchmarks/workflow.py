@@ -34,6 +34,7 @@ from pathlib import Path
 import yaml
 
 from miarepro.config import validate
+from miarepro.paths import models_per_job
 from report import emit  # benchmarks/report.py (a script's folder is on sys.path)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -220,7 +221,7 @@ def main() -> None:
         distinct = {(STUDIES[card.parents[2].name]["dataset"], i["train_indices_sha256"],
                      i["seed"], json.dumps([i["architecture"], i["recipe"]], sort_keys=True))
                     for card, i in zip(cards, infos, strict=True)}
-        planned = jobs.get("train", 0) + 10 * jobs.get("train_tens", 0)
+        planned = sum(count * models_per_job(rule) for rule, count in jobs.items())
         rows.append(("models planned / trained / distinct (dataset, training indices, seed, "
                      "architecture, recipe)",
                      f"{planned} / {len(cards)} / {len(distinct)}"))

@@ -13,18 +13,11 @@ import pytest
 import yaml
 
 from miarepro import config as miarepro_config
+from miarepro.paths import models_per_job
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPERS = ("bmia", "qmia", "iha", "subpop", "stolen-memories")
 SMALL = {"mlp", "logistic", "cnn", "lenet", "catboost"}
-
-
-def models_of(rule: str) -> int:
-    """Models a training job makes: one (train), ten (train_tens) or k (train_tens_<k>, the
-    first k of a group of ten of a study's ten_per_job roles); 0 for other rules."""
-    if rule == "train":
-        return 1
-    return 10 if rule == "train_tens" else int(rule[11:]) if rule.startswith("train_tens_") else 0
 
 
 @pytest.fixture(scope="module", params=(*PAPERS, "all"))
@@ -51,8 +44,8 @@ def models_trained(jobs) -> Counter:
     """(study, role): models its training jobs make."""
     trained: Counter = Counter()
     for rule, wildcards, _ in jobs:
-        if models_of(rule):
-            trained[(wildcards["study"], wildcards["role"])] += models_of(rule)
+        if models_per_job(rule):
+            trained[(wildcards["study"], wildcards["role"])] += models_per_job(rule)
     return trained
 
 
@@ -82,16 +75,16 @@ def test_large_models_ask_for_more_memory_and_time_than_small_ones(plan):
     config, jobs = plan
     sizes: dict[str, set[tuple[int, int]]] = {"small": set(), "other": set()}
     for rule, wildcards, resources in jobs:
-        if not models_of(rule):
+        if not models_per_job(rule):
             continue
         model = config["studies"][wildcards["study"]]["model"]
-        per_model = int(resources["runtime"]) // models_of(rule)
+        per_model = int(resources["runtime"]) // models_per_job(rule)
         small = model["arch"] in SMALL or model.get("depth") == 20  # ResNet-20: 0.27M weights
         sizes["small" if small else "other"].add((int(resources["mem_mb"]), per_model))
     if sizes["small"] and sizes["other"]:
         assert max(sizes["small"]) <= min(sizes["other"]), sizes
     longest = max(int(resources["runtime"]) for rule, _, resources in jobs
-                  if models_of(rule) or rule == "fit")
+                  if models_per_job(rule) or rule == "fit")
     assert longest <= 3 * 24 * 60, longest
     heavy = [resources for rule, wildcards, resources in jobs if rule == "train" and re.search(
         r"depth': (50|121)", str(config["studies"][wildcards["study"]]["model"]))]
@@ -109,7 +102,7 @@ def test_bundles_ask_for_their_models_time_and_fits_for_their_own(plan):
             continue
         study = config["studies"][wildcards["study"]]
         own = {**config["resources"], **study.get("resources", {})}
-        expected = (models_of(rule) * own["train_runtime_min"] if rule != "fit"
+        expected = (models_per_job(rule) * own["train_runtime_min"] if rule != "fit"
                     else own.get("fit_runtime_min", own["train_runtime_min"]))
         assert int(resources["runtime"]) == expected, (rule, wildcards)
         checked += 1
