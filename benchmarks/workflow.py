@@ -34,7 +34,6 @@ from pathlib import Path
 import yaml
 
 from miarepro.config import validate
-from miarepro.paths import models_per_job
 from report import emit  # benchmarks/report.py (a script's folder is on sys.path)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,6 +102,16 @@ def calibration() -> tuple[float, float]:
 def job_counts(output: str) -> dict[str, int]:
     table = output.split("Job stats:")[-1]
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
+
+
+def models_per_job(rule: str) -> int:
+    """Models one job of a workflow rule trains: ``train`` one, ``train_tens`` ten,
+    ``train_tens_<k>`` (the first k of a group of ten read only in part) k; other rules none."""
+    if rule == "train":
+        return 1
+    if rule == "train_tens":
+        return 10
+    return int(rule.removeprefix("train_tens_")) if rule.startswith("train_tens_") else 0
 
 
 def card_seconds(card: Path) -> float:

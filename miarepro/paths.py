@@ -83,13 +83,3 @@ def loo_model_indices(records: int, models: int) -> list[int]:
     from miarepro.splits import STRIDE
 
     return [j * STRIDE + k for k in range(records) for j in range(models)]
-
-
-def models_per_job(rule: str) -> int:
-    """Models one job of a workflow rule trains: ``train`` one, ``train_tens`` ten,
-    ``train_tens_<k>`` (the first k of a group of ten read only in part) k; other rules none."""
-    if rule == "train":
-        return 1
-    if rule == "train_tens":
-        return 10
-    return int(rule.removeprefix("train_tens_")) if rule.startswith("train_tens_") else 0

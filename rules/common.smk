@@ -226,7 +226,7 @@ def bundle_sizes() -> dict[tuple[str, str, str], int]:
                 paths += _listed(fit_inputs(SimpleNamespace(study=owner, fit=folder,
                                                             group=group)))
     for name in config["artifacts"]:
-        paths += _listed(artifact_inputs(SimpleNamespace(name=name)))
+        paths += inputs_of_artifact(name)
     sizes: dict[tuple[str, str, str], int] = {}
     for path in paths:
         match = MODEL_FILE.search(path)
@@ -384,7 +384,13 @@ def artifacts_of_kind(kind):
 
 @stored_signature
 def artifact_inputs(wildcards):
-    return artifact_builders.inputs(RESULTS, config["artifacts"][wildcards.name], config)
+    return list(inputs_of_artifact(wildcards.name))  # a copy: the cached list stays as built
+
+
+@functools.cache
+def inputs_of_artifact(name):
+    """An artifact's input files, built once: :func:`bundle_sizes` reads them too."""
+    return artifact_builders.inputs(RESULTS, config["artifacts"][name], config)
 
 
 @stored_signature

@@ -13,7 +13,9 @@ import pytest
 import yaml
 
 from miarepro import config as miarepro_config
-from miarepro.paths import models_per_job
+
+sys.path.append(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from workflow import models_per_job  # benchmarks/workflow.py, through the path above
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPERS = ("bmia", "qmia", "iha", "subpop", "stolen-memories")
