@@ -222,7 +222,7 @@ def bundle_sizes() -> dict[tuple[str, str, str], int]:
         for key, attack in study["attacks"].items():
             paths += _listed(attack_inputs(SimpleNamespace(study=name, attack=key)))
             for fit in fit_paths(RESULTS, name, study, attack):
-                owner, folder, group = fit.split("/")[-4], fit.split("/")[-2], fit.split("/")[-1]
+                *_, owner, _, folder, group = fit.split("/")  # results/studies/S/fits/F/G
                 paths += _listed(fit_inputs(SimpleNamespace(study=owner, fit=folder,
                                                             group=group)))
     for name in config["artifacts"]:
