@@ -116,13 +116,18 @@ class LastLayerPosterior:
         """``(n, N, C)`` logit samples: GLM (independent per row) or MC (shared weights)."""
         mean = self.mean(features)
         if predictive == "glm" and self.structure != "full":
-            # float32 draws: half the time of float64, far below the spread being estimated
+            # float32 throughout (draws, scale, the product with q_out, the mean; returned as
+            # float32): a third less time than float64 products and sums, and rounding of
+            # 1e-7 of a logit, far below the spread being estimated
             noise = rng.standard_normal((len(features), n_samples, self.n_classes),
                                         dtype=np.float32)
-            if self.structure == "diag":
-                return mean[:, None, :] + noise * np.sqrt(self.variance(features))[:, None, :]
-            noise *= self._kron_scale(features)[:, None, :]  # then one product with q_out
-            return mean[:, None, :] + noise @ self.factors["q_out"].T
+            scale = (np.sqrt(self.variance(features)) if self.structure == "diag"
+                     else self._kron_scale(features))
+            noise *= scale.astype(np.float32)[:, None, :]
+            if self.structure == "kron":  # one product with q_out
+                noise = noise @ self.factors["q_out"].T.astype(np.float32)
+            noise += mean.astype(np.float32)[:, None, :]
+            return noise
         if predictive == "glm":  # full: a C x C Cholesky factor per row, in bounded chunks
             rows = max(1, (1 << 22) // (self.n_classes * len(self.factors["eigvals"])))
             samples = []

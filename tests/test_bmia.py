@@ -8,9 +8,9 @@ import torch
 from overfit import N_POOL, overfit_context
 from scipy import stats
 
-from miarepro import lastlayer, metrics
+from miarepro import lastlayer, metrics, signals
 from miarepro.attacks import get_attack
-from miarepro.attacks.bmia import fit_bmia, t_statistic
+from miarepro.attacks.bmia import fit_bmia, hinges_overwriting, t_statistic
 from miarepro.compat import ensure_torchvision
 
 STRUCTURES = ("kron", "diag", "full")
@@ -125,6 +125,32 @@ def test_mc_and_glm_samples_have_the_predictive_covariance(head, structure):
     for predictive in ("glm", "mc"):
         samples = posterior.sample_logits(query, 100_000, np.random.default_rng(0), predictive)
         np.testing.assert_allclose(np.cov(samples[0].T), expected, atol=0.05 * expected.max())
+
+
+@pytest.mark.parametrize("structure", ["kron", "diag"])
+def test_float32_glm_draws_equal_float64_ones_to_rounding(head, structure):
+    """The same standard-normal draws through the same predictive in float64: the float32
+    path changes the logits by rounding only."""
+    posterior = ours(head, structure)
+    query = head[0][:5].numpy()
+    draws = posterior.sample_logits(query, 50, np.random.default_rng(3), "glm")
+    noise = np.random.default_rng(3).standard_normal(draws.shape, dtype=np.float32)
+    if structure == "kron":
+        spread = (noise * posterior._kron_scale(query)[:, None, :]) @ posterior.factors["q_out"].T
+    else:
+        spread = noise * np.sqrt(posterior.variance(query))[:, None, :]
+    exact = posterior.mean(query)[:, None, :] + spread
+    assert draws.dtype == np.float32
+    np.testing.assert_allclose(draws, exact, rtol=0, atol=1e-6 * np.abs(exact).max())
+
+
+def test_hinges_overwriting_is_the_hinge():
+    assert hinges_overwriting(np.array([[[1.0, 3.0, 2.0], [4.0, 0.0, 1.0]]]), np.array([1])
+                              ).tolist() == [[1.0, -4.0]]  # 3 - 2 and 0 - 4, by hand
+    rng = np.random.default_rng(0)
+    logits, labels = rng.standard_normal((6, 4, 5)).astype(np.float32), rng.integers(0, 5, 6)
+    expected = signals.hinge(np.swapaxes(logits, 0, 1), labels).T
+    np.testing.assert_array_equal(hinges_overwriting(logits.copy(), labels), expected)
 
 
 def test_t_statistic_hand_case_and_zero_variance_limit():
