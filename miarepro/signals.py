@@ -17,9 +17,12 @@ Statistic = Literal["loss", "confidence", "hinge", "logit_confidence", "correct"
 ScoreStatistic = Literal["loss", "hinge", "logit_confidence"]
 
 
+def _class_index(shape: tuple[int, ...], labels: np.ndarray) -> np.ndarray:
+    return np.broadcast_to(labels[..., None], (*shape[:-1], 1))
+
+
 def _true_class(values: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    index = np.broadcast_to(labels[..., None], (*values.shape[:-1], 1))
-    return np.take_along_axis(values, index, axis=-1)[..., 0]
+    return np.take_along_axis(values, _class_index(values.shape, labels), axis=-1)[..., 0]
 
 
 def _others_mask(shape: tuple[int, ...], labels: np.ndarray) -> np.ndarray:
@@ -41,8 +44,17 @@ def confidence(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return np.exp(-cross_entropy(logits, labels))
 
 
-def hinge(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """``z_y - max_{y' != y} z_{y'}``: the hinge score of Carlini et al. used by BMIA and QMIA."""
+def hinge(logits: np.ndarray, labels: np.ndarray, overwrite: bool = False) -> np.ndarray:
+    """``z_y - max_{y' != y} z_{y'}``: the hinge score of Carlini et al. used by BMIA and QMIA.
+
+    The result is float64. ``overwrite=True``, for a large array the caller owns (BMIA's
+    posterior draws): the true class's logit becomes ``-inf`` in ``logits`` itself before the
+    maximum, the same numbers without a float64 copy and a masked copy of the array.
+    """
+    if overwrite:
+        true = _true_class(logits, labels).astype(np.float64)
+        np.put_along_axis(logits, _class_index(logits.shape, labels), -np.inf, axis=-1)
+        return true - logits.max(axis=-1)
     logits = np.asarray(logits, dtype=np.float64)
     others = np.where(_others_mask(logits.shape, labels), logits, -np.inf)
     return _true_class(logits, labels) - others.max(axis=-1)

@@ -10,7 +10,7 @@ from scipy import stats
 
 from miarepro import lastlayer, metrics, signals
 from miarepro.attacks import get_attack
-from miarepro.attacks.bmia import fit_bmia, hinges_overwriting, t_statistic
+from miarepro.attacks.bmia import fit_bmia, t_statistic
 from miarepro.compat import ensure_torchvision
 
 STRUCTURES = ("kron", "diag", "full")
@@ -144,13 +144,15 @@ def test_float32_glm_draws_equal_float64_ones_to_rounding(head, structure):
     np.testing.assert_allclose(draws, exact, rtol=0, atol=1e-6 * np.abs(exact).max())
 
 
-def test_hinges_overwriting_is_the_hinge():
-    assert hinges_overwriting(np.array([[[1.0, 3.0, 2.0], [4.0, 0.0, 1.0]]]), np.array([1])
-                              ).tolist() == [[1.0, -4.0]]  # 3 - 2 and 0 - 4, by hand
+def test_hinge_in_place_is_the_hinge():
+    hand = np.array([[[1.0, 3.0, 2.0]], [[4.0, 0.0, 1.0]]])  # (draws, rows, classes)
+    assert signals.hinge(hand, np.array([1]), overwrite=True).tolist() == [[1.0], [-4.0]]
     rng = np.random.default_rng(0)
     logits, labels = rng.standard_normal((6, 4, 5)).astype(np.float32), rng.integers(0, 5, 6)
-    expected = signals.hinge(np.swapaxes(logits, 0, 1), labels).T
-    np.testing.assert_array_equal(hinges_overwriting(logits.copy(), labels), expected)
+    expected = signals.hinge(np.swapaxes(logits, 0, 1), labels)
+    in_place = signals.hinge(np.swapaxes(logits.copy(), 0, 1), labels, overwrite=True)
+    assert in_place.dtype == np.float64
+    np.testing.assert_array_equal(in_place, expected)
 
 
 def test_t_statistic_hand_case_and_zero_variance_limit():

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from miarepro import lastlayer
+from miarepro import lastlayer, signals
 from miarepro.attacks.base import AttackContext, StudyHandle, register
 from miarepro.options import Range
 
@@ -80,19 +80,10 @@ def reference_hinges(ctx: AttackContext, n_samples: int, predictive: str) -> np.
             logits = posterior.sample_logits(features[rows], n_samples, rng, "glm")
         else:
             logits = lastlayer.apply_weights(features[rows], *weights)
-        reference[rows] = hinges_overwriting(logits, labels[rows])
+        # the draws are this loop's own: their hinges are taken in place
+        reference[rows] = signals.hinge(np.swapaxes(logits, 0, 1), labels[rows],
+                                        overwrite=True).T
     return reference
-
-
-def hinges_overwriting(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """``(n, N)`` hinge scores of ``(n, N, C)`` logit draws, row ``i``'s class ``labels[i]``;
-    the same numbers as :func:`miarepro.signals.hinge` (float64, from the draws' own dtype),
-    without its two copies of the draws: ``logits`` is overwritten (the true class's logit
-    becomes ``-inf`` before the maximum over the others)."""
-    index = np.broadcast_to(labels[:, None, None], (*logits.shape[:2], 1))
-    true = np.take_along_axis(logits, index, axis=-1)[..., 0].astype(np.float64)
-    np.put_along_axis(logits, index, -np.inf, axis=-1)
-    return true - logits.max(axis=-1)
 
 
 def t_statistic(differences: np.ndarray) -> np.ndarray:
