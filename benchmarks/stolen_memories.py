@@ -80,6 +80,9 @@ def measure(case: str, proxies: int, shadows: int) -> dict[str, float]:
         def recipe(self):
             return dict(recipe)
 
+        def fit_seed(self, group):
+            return group
+
     start = time.perf_counter()
     _, info = get_attack("bayes_wb").fit(Study(), 0, layers=layers, proxies=proxies,
                                          shadows=shadows)

@@ -256,21 +256,24 @@ def _general_wb_model(n_layers: int, n_d: int | None, n_m: int) -> Any:
             if n_d is None:
                 return self.meta(layers[0]).squeeze(-1)
             logits = []
-            for d, (chi, chi_p, z, bias, bias_p) in zip(self.displacements, layers, strict=True):
-                weights = d(torch.stack([chi, chi_p], -1)).squeeze(-1)
-                logits.append((weights * z).sum(1) + d(torch.stack([bias, bias_p], -1))[:, 0])
+            for d, (weight_pairs, z, bias_pairs) in zip(self.displacements, layers, strict=True):
+                weights = d(weight_pairs).squeeze(-1)
+                logits.append((weights * z).sum(1) + d(bias_pairs)[:, 0])
             return self.meta(torch.stack(logits, 1)).squeeze(-1)
 
     return GeneralWB()
 
 
-def _in_model_dtype(inputs: list) -> list:
-    """The model inputs (per-layer pair tuples, or one tensor) in the models' dtype."""
+def _model_inputs(inputs: list) -> list:
+    """The attack models' inputs in their dtype, built once per training or prediction: a
+    layer's pairs ``(χ, χ̃, z, b, b̃)`` as ``([χ, χ̃] (n, F, 2), z, [b, b̃] (n, 2))``, the
+    displacement's input stacked once rather than at every step; a plain tensor as it is."""
     import torch
 
     dtype = getattr(torch, _MODEL_DTYPE)
-    return [tuple(p.to(dtype) for p in item) if isinstance(item, tuple) else item.to(dtype)
-            for item in inputs]
+    return [(torch.stack(item[:2], -1).to(dtype), item[2].to(dtype),
+             torch.stack(item[3:], -1).to(dtype)) if isinstance(item, tuple)
+            else item.to(dtype) for item in inputs]
 
 
 def _rows(inputs: list, index: Any) -> list:
@@ -282,21 +285,24 @@ def _train(build: Callable[[], Any], inputs: list, labels: Any, epochs: int, lr:
            seed: int) -> Any:
     """Adam on binary cross-entropy over the shadow rows; ``inputs`` are row-aligned. The
     model is built after seeding, so its initial weights are its seed's alone, whatever drew
-    from torch's global generator before."""
+    from torch's global generator before. Each epoch gathers its shuffled rows once and takes
+    its batches as slices of them: the same batches as gathered one by one."""
     import torch
 
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     dtype = getattr(torch, _MODEL_DTYPE)
     model = build().to(dtype).to(labels.device)
-    inputs = _in_model_dtype(inputs)
+    inputs, labels = _model_inputs(inputs), labels.to(dtype)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = torch.nn.BCEWithLogitsLoss()
     for _ in range(epochs):
         order = torch.randperm(len(labels), generator=generator).to(labels.device)
-        for batch in order.split(_ADAM_BATCH):
+        shuffled, shuffled_labels = _rows(inputs, order), labels[order]
+        for start in range(0, len(labels), _ADAM_BATCH):
+            batch = slice(start, start + _ADAM_BATCH)
             optimizer.zero_grad(set_to_none=True)
-            loss_fn(model(_rows(inputs, batch)), labels[batch].to(dtype)).backward()
+            loss_fn(model(_rows(shuffled, batch)), shuffled_labels[batch]).backward()
             optimizer.step()
     return model.eval()
 
@@ -304,7 +310,7 @@ def _train(build: Callable[[], Any], inputs: list, labels: Any, epochs: int, lr:
 def _predict(model: Any, inputs: list) -> np.ndarray:
     import torch
 
-    inputs = _in_model_dtype(inputs)
+    inputs = _model_inputs(inputs)
     with torch.no_grad():
         return model(inputs).cpu().numpy()
 
