@@ -10,6 +10,13 @@ meta model and the displacement sweep) and reports the fit's seconds as a multip
 target's training. ``lenet`` (the paper's MNIST LeNet, every layer attacked, on the 1,797
 digits in MNIST's 28 x 28 layout) is meant for a GPU. Prints a Markdown table (and writes it
 to ``--out``).
+
+    .venv/bin/python benchmarks/stolen_memories.py --run DIR [--studies S ...] [--arrays OUT]
+
+times instead, in this process on ``--threads``, the fit of the first target of every
+Stolen Memories study of a finished workflow directory ``DIR`` (its config and results), with
+its configured settings; ``--arrays`` saves each fit's arrays as ``OUT/STUDY.npz``, to compare
+two checkouts' fits byte for byte (run each checkout's copy of this script, alternating).
 """
 
 from __future__ import annotations
@@ -93,6 +100,37 @@ def measure(case: str, proxies: int, shadows: int) -> dict[str, float]:
             "fit_seconds": fit_seconds, "ratio": fit_seconds / train_seconds}
 
 
+def measure_run(run: Path, studies: list[str] | None, arrays: Path | None) -> list[str]:
+    """Seconds of the first target's Stolen Memories fit of each study of a finished run."""
+    import json
+
+    import yaml
+
+    from miarepro import config, pipeline
+    from miarepro.attacks import get_attack
+
+    settings = config.validate(yaml.safe_load((run / "config" / "config.yaml").read_text()))
+    lines = ["| study | fit s |", "|---|---|"]
+    for card_path in sorted(run.glob("results/studies/*/fits/stolen_memories-*/0.json")):
+        name = card_path.parts[-4]
+        if studies and name not in studies:
+            continue
+        study, card = settings["studies"][name], json.loads(card_path.read_text())
+        folder = run / "results" / "studies" / name
+        handle = pipeline.StudyFiles(str(run / "results" / "datasets" / f"{study['dataset']}.npz"),
+                                     str(folder / "split.npz"), str(folder / "models"),
+                                     study["model"], study["training"])
+        start = time.perf_counter()
+        fitted, _ = get_attack(card["settings"]["attack"]).fit(handle, 0,
+                                                               **card["settings"]["params"])
+        lines.append(f"| {name} | {time.perf_counter() - start:.2f} |")
+        print(lines[-1], flush=True)
+        if arrays:
+            arrays.mkdir(parents=True, exist_ok=True)
+            np.savez(arrays / f"{name}.npz", **fitted)
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", default=["synthetic-100", "bcw", "digits"],
@@ -101,12 +139,20 @@ def main() -> None:
     parser.add_argument("--proxies", type=int, default=10)
     parser.add_argument("--shadows", type=int, default=10)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--run", type=Path, help="a finished workflow directory")
+    parser.add_argument("--studies", nargs="+", help="with --run: only these studies")
+    parser.add_argument("--arrays", type=Path, help="with --run: save each fit's arrays here")
     args = parser.parse_args()
     import torch
 
+    from miarepro import compat
     from miarepro.training import device
 
     torch.set_num_threads(args.threads)
+    compat.eager_optimizers()  # as a fit job: no torch.compile import in the timings
+    if args.run:
+        emit(measure_run(args.run, args.studies, args.arrays), args.out)
+        return
     lines = [f"Device: {device()}, {args.threads} threads; {args.proxies} proxies per layer, "
              f"{args.shadows} + {args.shadows} shadow models.", "",
              "| case | records | layers | target train / test acc. | target training s "
