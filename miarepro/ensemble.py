@@ -4,8 +4,9 @@ Stolen Memories' attacker trains tens of proxy and shadow models per target (10 
 attacked layer, 10 shadow models and a proxy for each), all with the target's recipe. On a CPU
 most of a tiny model's step is Python overhead, so they are trained together: their parameters
 are stacked (:func:`torch.func.stack_module_state`) and one :func:`torch.func.vmap` call runs
-every model on its own mini-batch (on a CPU, convolutional models run one after another on
-the same batches: :func:`_one_by_one`). The loss is the *sum* of the models' mean losses, so each
+every model on its own mini-batch (dense models as the batched products ``vmap`` would run:
+:func:`_batched_forward`; on a CPU, convolutional models one after another on the same
+batches: :func:`_one_by_one`). The loss is the *sum* of the models' mean losses, so each
 model's gradient is exactly its own; SGD (momentum, Nesterov, weight decay) and Adam update
 every element independently, so training the stack is training each model separately, with
 the same recipe semantics as :func:`miarepro.training.train_model` (optimizer, learning-rate
@@ -58,11 +59,11 @@ class Ensemble:
         def one(params: dict, buffers: dict, x: torch.Tensor) -> torch.Tensor:
             return functional_call(self.base, (params, buffers), (x,))
 
-        x = inputs.expand(len(self), *inputs.shape) if shared else inputs
-        if self.batched and isinstance(self.base[0], nn.Flatten):
-            x = x.flatten(2)
-        if self.batched and x.dim() == 3:  # batched products, without vmap's tracing
-            return _batched_forward(self.base, list(self.params.values()), x)
+        if self.batched:
+            x = inputs.expand(len(self), *inputs.shape) if shared else inputs
+            x = x.flatten(2) if isinstance(self.base[0], nn.Flatten) else x
+            if x.dim() == 3:  # batched products, without vmap's tracing
+                return _batched_forward(self.base, list(self.params.values()), x)
         if self.one_by_one:
             return torch.stack([one({n: p[k] for n, p in self.params.items()},
                                     {n: b[k] for n, b in self.buffers.items()},
