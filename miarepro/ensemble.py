@@ -5,7 +5,7 @@ attacked layer, 10 shadow models and a proxy for each), all with the target's re
 most of a tiny model's step is Python overhead, so they are trained together: their parameters
 are stacked (:func:`torch.func.stack_module_state`) and one :func:`torch.func.vmap` call runs
 every model on its own mini-batch (dense models as the batched products ``vmap`` would run:
-:func:`_batched_forward`; on a CPU, convolutional models one after another on the same
+:func:`_vmap_linear`; on a CPU, convolutional models one after another on the same
 batches: :func:`_one_by_one`). The loss is the *sum* of the models' mean losses, so each
 model's gradient is exactly its own; SGD (momentum, Nesterov, weight decay) and Adam update
 every element independently, so training the stack is training each model separately, with
@@ -33,7 +33,13 @@ import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from miarepro.training import DEFAULT_RECIPE, make_optimizer, make_schedule, per_sample_loss
+from miarepro.training import (
+    DEFAULT_RECIPE,
+    make_optimizer,
+    make_schedule,
+    per_sample_loss,
+    stacked_forward,
+)
 
 
 class Ensemble:
@@ -48,7 +54,7 @@ class Ensemble:
         self.base, self.params, self.buffers = base, params, buffers
         self.dp_plan: Any = None  # the DP-SGD plan it was trained with (miarepro.privacy)
         self.one_by_one = _one_by_one(base, next(iter(params.values())).device)
-        self.batched = _batched_products(base) and not buffers
+        self.batched = _batched_products(base)
 
     def __len__(self) -> int:
         return int(next(iter(self.params.values())).shape[0])
@@ -63,7 +69,7 @@ class Ensemble:
             x = inputs.expand(len(self), *inputs.shape) if shared else inputs
             x = x.flatten(2) if isinstance(self.base[0], nn.Flatten) else x
             if x.dim() == 3:  # batched products, without vmap's tracing
-                return _batched_forward(self.base, list(self.params.values()), x)
+                return stacked_forward(self.base, list(self.params.values()), x, _vmap_linear)
         if self.one_by_one:
             return torch.stack([one({n: p[k] for n, p in self.params.items()},
                                     {n: b[k] for n, b in self.buffers.items()},
@@ -97,7 +103,7 @@ def _one_by_one(base: nn.Module, device: torch.device) -> bool:
 
 
 def _batched_products(base: nn.Module) -> bool:
-    """Whether the stack can run as batched matrix products (:func:`_batched_forward`): an
+    """Whether the stack can run as batched matrix products (:func:`_vmap_linear`): an
     ``nn.Sequential`` of ``Linear`` layers (weight and bias) and parameter-free element-wise
     activations, perhaps after a ``Flatten``. Dropout stays under ``vmap``, whose masks differ
     per model, and so does anything else, and so do inputs other than ``(K, n, d)``. On a CPU,
@@ -111,21 +117,11 @@ def _batched_products(base: nn.Module) -> bool:
         or (isinstance(m, nn.Flatten) and k == 0) for k, m in enumerate(base))
 
 
-def _batched_forward(base: nn.Sequential, params: list[torch.Tensor],
-                     x: torch.Tensor) -> torch.Tensor:
-    """``base``'s layers on a stack ``x (K, n, d)``: each ``Linear`` a batched product with its
-    stacked weight plus its bias, activations as they are, ``Flatten`` skipped (the input
-    arrives flat). These are the operations ``vmap`` runs for a batched ``nn.Linear``, forward
-    and backward, so the models train as under ``vmap``, bit for bit (tested); ``baddbmm``,
-    which fuses the bias, rounds otherwise at some widths."""
-    linear = iter(params)
-    for module in base:
-        if isinstance(module, nn.Linear):
-            weight, bias = next(linear), next(linear)
-            x = torch.matmul(x, weight.transpose(1, 2)) + bias.unsqueeze(1)
-        elif not isinstance(module, nn.Flatten):
-            x = module(x)
-    return x
+def _vmap_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """A stacked ``nn.Linear`` as ``vmap`` runs it: a batched product, then the bias. Its
+    backward takes the same products too, so a stack trains as under ``vmap``, bit for bit
+    (tested); ``baddbmm``, which fuses the bias, rounds otherwise at some widths."""
+    return torch.matmul(x, weight.transpose(1, 2)) + bias.unsqueeze(1)
 
 
 def train_ensemble(build: Callable[[], nn.Module], inputs: torch.Tensor, labels: torch.Tensor,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,7 +167,7 @@ def train_stacked(
             if batch.shape[1] == batch_size:
                 params = [torch.stack([getattr(own[i], name) for own in layers])
                           for i in range(len(layers[0])) for name in ("weight", "bias")]
-                losses = per_sample_loss(recipe["loss"], _stacked_forward(models[0], params, x)
+                losses = per_sample_loss(recipe["loss"], stacked_forward(models[0], params, x)
                                          .flatten(0, 1), labels[batch].flatten())
                 loss = losses.view(n_models, -1).mean(dim=1)
             else:  # the short last batch, model by model on fresh copies of its rows: the
@@ -205,14 +206,15 @@ class _StackedLinear(torch.autograd.Function):
         return grad_x, torch.bmm(grad.transpose(1, 2), x), grad.sum(1)
 
 
-def _stacked_forward(model: nn.Sequential, params: list[torch.Tensor],
-                     x: torch.Tensor) -> torch.Tensor:
-    """``model``'s layers on a stack: each Linear from ``params``, activations as they are."""
-    linear = 0
+def stacked_forward(model: nn.Sequential, params: list[torch.Tensor], x: torch.Tensor,
+                    linear: Callable[..., torch.Tensor] = _StackedLinear.apply) -> torch.Tensor:
+    """``model``'s layers on a stack ``x (K, n, d)``: each Linear ``linear(x, W, b)`` with its
+    stacked weight and bias from ``params`` (in order), activations as they are. The default
+    product rounds as each model's own ``nn.Linear`` does (:class:`_StackedLinear`)."""
+    weights = iter(params)
     for module in model:
         if isinstance(module, nn.Linear):
-            x = _StackedLinear.apply(x, params[linear], params[linear + 1])
-            linear += 2
+            x = linear(x, next(weights), next(weights))
         elif not isinstance(module, nn.Flatten):  # the inputs arrive flattened
             x = module(x)
     return x
