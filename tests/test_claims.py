@@ -1,5 +1,7 @@
 """The claims files and the claim evaluator."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,6 +11,7 @@ from miarepro.artifacts import catalog
 from miarepro.artifacts import claims as cl
 from miarepro.uncertainty import Estimate
 
+ROOT = Path(__file__).resolve().parent.parent
 PAPERS = ("bmia", "iha", "qmia", "stolen-memories", "subpop")
 
 
@@ -529,3 +532,54 @@ def test_replication_predicts_how_often_a_second_run_agrees():
 def test_the_claims_page_counts_the_verdicts_a_rerun_would_keep():
     note = cl._replication_note(pd.DataFrame({"replication": [0.98, 0.5, np.nan]}))
     assert "0.95 or more for 1 of the 2" in note and "0.74 on average" in note
+
+
+def test_the_claims_table_asks_for_exactly_the_attacks_its_claims_read(monkeypatch):
+    """The claims job asks for the attacks its claims compare, in every replicate (and each
+    first replicate's regime baseline), so a replicate copy's diagnostics and sweeps are never
+    run for it: on the default config, evaluating every claim reads no attack outside them,
+    and they name no attack it does not read."""
+    import yaml
+
+    from miarepro.artifacts import results
+    from miarepro.config import validate
+    from miarepro.paths import replicates_of
+
+    config = validate(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))
+    read = set()
+
+    class EveryMetric(dict):  # an attack measured at every metric a claim asks for
+        def __contains__(self, _metric):
+            return True
+
+        def __missing__(self, _metric):
+            return Estimate(0.5, np.full(3, 0.5), "targets")
+
+    def estimates(_results, study, attack):
+        read.add((study, attack))
+        return EveryMetric()
+
+    def measure(study, attack, metric, _config):
+        return estimates(None, study, attack)[metric]
+
+    monkeypatch.setattr(results, "attack_estimates", estimates)
+    monkeypatch.setattr(cl, "_measure", measure)
+    monkeypatch.setattr(cl, "_level", lambda _over, study, _config: float(len(study)))
+    firsts = results.studies_of({}, config)
+    table = cl.evaluate(config, firsts)
+    assert (table["verdict"] != "not run").sum() > 100  # the claims were evaluated
+    asked = {(Path(path).parts[-3], Path(path).stem)
+             for path in cl.inputs("results", config["artifacts"]["claims"], config)
+             if Path(path).parent.name == "metrics"}
+    # beyond what this evaluation read: first replicates' regime baselines, and the studies
+    # inside a trend's axis (the run's target cards decide which studies are its ends)
+    baselines = {(study, config["studies"][study]["regime"]["baseline"]) for study in firsts
+                 if config["studies"][study].get("regime", {}).get("baseline")}
+    trends = {(study, cl._trend_attack(config["studies"][study], claim)) for study in firsts
+              for claim in cl.load_claims(config["studies"][study]["paper"])
+              if claim.kind in cl.TRENDS}
+    assert read <= asked and asked - read <= baselines | trends
+    copies = {copy for study in firsts for copy in replicates_of(study, config)[1:]}
+    assert copies and {study for study, _ in asked - read} <= set(firsts)
+    assert ("subpop-mnist-r1", "subpop") in read  # the claims' attack, in every copy
+    assert ("subpop-mnist-r1", "subpop-beta-2e-1") not in asked  # a sweep: the first's figure

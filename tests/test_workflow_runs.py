@@ -4,6 +4,7 @@ import copy
 import os
 import re
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -214,35 +215,42 @@ def test_a_bad_config_fails_the_dry_run_naming_the_key(tmp_path, write, message)
 
 
 def test_replicates_run_for_the_claims_only(tmp_path):
-    """A balanced study run as 3 replicates adds its two copies' splits, models, fits and
-    scores, read by the claims alone: tables and figures show the first replicate. A
-    partition study's replicates are repetitions: more targets, no job of its own to score or
-    split them."""
+    """A balanced study run as 3 replicates adds its two copies' splits, models, fits and the
+    scores of the attacks its claims compare, read by the claims alone: tables and figures
+    show the first replicate, and an attack no claim compares (SIF, IHA-CG here) is not run
+    in the copies. A partition study's replicates are repetitions: more targets, no job of
+    its own to score or split them."""
     from miarepro import config as miarepro_config
-    from miarepro.artifacts import builders
+    from miarepro.artifacts import builders, claims
 
     for folder in ("plain", "replicated"):
         (tmp_path / folder).mkdir()
     config = copy.deepcopy(TINY)
-    config["studies"]["bal"]["replicates"] = 3
-    plain = planned_jobs(tmp_path / "plain", copy.deepcopy(TINY))
+    bal = config["studies"]["bal"]  # standing in for Purchase-100, as IHA's claims need
+    bal["paper_dataset"] = "purchase100"
+    bal["attacks"]["loss"]["paper_attack"] = "loss"
+    bal["attacks"]["iha"]["paper_attack"] = "iha"
+    plain = planned_jobs(tmp_path / "plain", copy.deepcopy(config))
+    bal["replicates"] = 3
     config["studies"]["tab"]["replicates"] = 3
     replicated = planned_jobs(tmp_path / "replicated", config)
     assert {"study=bal-r1", "study=bal-r2"} <= set(replicated.wildcards("split"))
     assert not [s for s in replicated.wildcards("split") if s.startswith("study=tab-")]
-    # tab: a regressor and a target more; bal: both copies of its 4 scores and its split
-    assert replicated.get("split") - plain.get("split") == 2
-    assert replicated.get("score") - plain.get("score") == 2 * len(
-        TINY["studies"]["bal"]["attacks"])
     validated = miarepro_config.validate(copy.deepcopy(config))
+    assert claims.attacks_read("bal", validated) == ["loss", "iha"]
+    # tab: a regressor and a target more; bal: both copies of its 2 claimed scores and split
+    assert replicated.get("split") - plain.get("split") == 2
+    assert replicated.get("score") - plain.get("score") == 2 * 2
     assert validated["studies"]["tab"]["targets"] == 3
-    read_by = {name: {path.split("/")[2] for path in builders.inputs("results", settings,
-                                                                     validated)
-                      if path.startswith("results/studies/")}
+    read_by = {name: [Path(path).parts[2:] for path in builders.inputs(
+                   "results", settings, validated) if path.startswith("results/studies/")]
                for name, settings in validated["artifacts"].items()}
-    assert {"bal", "bal-r1", "bal-r2", "tab"} <= read_by["claims"]
-    assert not any({"bal-r1", "bal-r2"} & studies for name, studies in read_by.items()
-                   if name != "claims")
+    scored = {(parts[0], parts[-1]) for parts in read_by["claims"] if parts[1] == "scores"}
+    for copy_name in ("bal-r1", "bal-r2"):
+        assert {attack for study, attack in scored if study == copy_name} == {
+            "loss.parquet", "iha.parquet"}
+    assert not any({"bal-r1", "bal-r2"} & {parts[0] for parts in files}
+                   for name, files in read_by.items() if name != "claims")
 
 
 def test_both_profiles_print_a_failed_jobs_log():

@@ -35,16 +35,24 @@ def score_inputs(results: str, settings: dict[str, Any], config: dict[str, Any],
                  regime: bool = False, replicates: bool = False) -> list[str]:
     """The files of :func:`inputs` for the attacks an artifact reads (and, with ``regime``,
     the regime's baseline; with ``replicates``, in every replicate of its studies)."""
-    files = []
-    for study, study_config in studies_read(settings, config, regime, replicates).items():
-        for attack in study_config["attacks"]:
-            files += [str(res.score_path(results, study, attack)),
-                      str(res.metrics_path(results, study, attack))]
-            files += _model_cards(results, study, study_config, attack)
-            files += _fit_cards(results, study, study_config, attack)[:1]
-        home = model_home(study, study_config)
-        files += [str(res.target_card(results, home, t)) for t in range(study_config["targets"])]
+    files = [path for study, study_config in
+             studies_read(settings, config, regime, replicates).items()
+             for path in study_inputs(results, study, study_config)]
     return sorted(set(files), key=files.index)
+
+
+def study_inputs(results: str, study: str, study_config: dict[str, Any]) -> list[str]:
+    """What reading ``study_config``'s attacks takes: each one's scores, metrics, the cards of
+    its models and of its first fit, and the cards of the study's targets."""
+    files = []
+    for attack in study_config["attacks"]:
+        files += [str(res.score_path(results, study, attack)),
+                  str(res.metrics_path(results, study, attack))]
+        files += _model_cards(results, study, study_config, attack)
+        files += _fit_cards(results, study, study_config, attack)[:1]
+    home = model_home(study, study_config)
+    return files + [str(res.target_card(results, home, t))
+                    for t in range(study_config["targets"])]
 
 
 def scale_note(config: dict[str, Any], study: dict[str, Any]) -> str:

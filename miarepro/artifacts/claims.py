@@ -347,12 +347,16 @@ def _shared_records(study_config: dict[str, Any], specs: list[dict[str, str]],
     return None
 
 
+def _rivals(study_config: dict[str, Any], claim: Claim) -> list[str]:
+    """The study's instances of the claim's attack with reference models of another study."""
+    return [name for name, attack in study_config["attacks"].items()
+            if attack.get("reference_study") and attack.get("paper_attack") == claim.a["attack"]]
+
+
 def strongest_rival(study: str, study_config: dict[str, Any], claim: Claim) -> str | None:
     """For ``matched_best``: the study's instance of the claim's attack, with reference models
     of another study (architecture), that scores highest on the claim's metric."""
-    rivals = [name for name, attack in study_config["attacks"].items()
-              if attack.get("reference_study")
-              and attack.get("paper_attack") == claim.a["attack"]]
+    rivals = _rivals(study_config, claim)
     if not rivals:
         return None
     return max(rivals, key=lambda name: res.attack_estimates(res.RESULTS, study,
@@ -370,6 +374,60 @@ def stands_for(claim: Claim, study: str, config: dict[str, Any]) -> str | None:
     return study_config.get("paper_dataset")
 
 
+def _sides(claim: Claim, study: str, config: dict[str, Any]
+           ) -> tuple[str, list[dict[str, str]], list[str | None]] | None:
+    """A claim other than a trend on ``study``: the paper dataset the study stands for, the
+    claim's sides and the study's instance of each (None where it has none); None where the
+    claim is not made for that dataset."""
+    study_config = config["studies"][study]
+    dataset = stands_for(claim, study, config)
+    if dataset not in claim.datasets:
+        return None
+    default = config["artifacts"].get(claim.artifact, {}).get("default_setting", "")
+    specs = [claim.a] + ([claim.b] if claim.b is not None else [])
+    records = _shared_records(study_config, specs, default)
+    return dataset, specs, [find_attack(study_config, spec, records, default) for spec in specs]
+
+
+def attacks_read(study: str, config: dict[str, Any]) -> list[str]:
+    """The attack instances of ``study`` (a first replicate) that its paper's claims read
+    (:func:`evaluate`): the sides of each claim made for the dataset it stands for, every rival
+    of a ``matched_best`` claim, and a trend's instance."""
+    study_config = config["studies"][study]
+    names: list[str | None] = []
+    for claim in load_claims(study_config["paper"]):
+        if claim.kind in TRENDS:
+            if stands_for(claim, study, config) in claim.datasets:
+                names.append(_trend_attack(study_config, claim))
+        elif (sides := _sides(claim, study, config)) is not None:
+            names += sides[2] + (_rivals(study_config, claim)
+                                 if claim.kind == "matched_best" else [])
+    return [name for name in dict.fromkeys(names) if name is not None]
+
+
+def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    """What the claims table reads: in every replicate of its studies, the attacks that their
+    claims compare (:func:`attacks_read`, on the first replicate: :func:`evaluate` takes its
+    instances and reads them in every replicate); in the first, also the regime's baseline.
+
+    A replicate's other attacks (diagnostics and sweeps that the tables and figures show for
+    the first replicate) are therefore never run in the copies, nor are the copies of a study
+    none of whose attacks a claim compares: no claim reads them."""
+    files = []
+    for study in res.studies_of(settings, config):
+        study_config = config["studies"][study]
+        if not load_claims(study_config["paper"]):
+            continue
+        read = attacks_read(study, config)
+        for copy in replicates_of(study, config) if read else [study]:
+            names = read + ([study_config.get("regime", {}).get("baseline")]
+                            if copy == study else [])
+            copy_config = config["studies"][copy]
+            files += builders.study_inputs(results, copy, {**copy_config, "attacks": {
+                name: copy_config["attacks"][name] for name in dict.fromkeys(names) if name}})
+    return sorted(set(files), key=files.index)
+
+
 def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
     """One row per (claim, study) the configuration can evaluate."""
     rows = []
@@ -378,13 +436,10 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
         for claim in load_claims(study_config["paper"]):
             if claim.kind in TRENDS:
                 continue  # across studies: below
-            dataset = stands_for(claim, study, config)
-            if dataset not in claim.datasets:
+            sides = _sides(claim, study, config)
+            if sides is None:
                 continue
-            default = config["artifacts"].get(claim.artifact, {}).get("default_setting", "")
-            specs = [claim.a] + ([claim.b] if claim.b is not None else [])
-            records = _shared_records(study_config, specs, default)
-            names = [find_attack(study_config, spec, records, default) for spec in specs]
+            dataset, specs, names = sides
             if claim.kind == "matched_best":
                 names.append(strongest_rival(study, study_config, claim))
             paper = [claim_paper_value(claim, dataset, spec, study_config.get("paper_model"))
