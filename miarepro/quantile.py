@@ -226,10 +226,11 @@ def validation_loss(arrays: dict[str, np.ndarray], scores: np.ndarray,
                     taus: np.ndarray) -> float:
     """Mean pinball loss over all levels of predicted quantiles on held-out scores: what
     selection minimises (Table 4's "validation pinball loss"), for either head. Level 0 (the
-    Gaussian's -inf) carries no information and is left out."""
-    taus = taus[(taus > 0) & (taus < 1)]
-    predicted = np.stack([quantile_at(arrays, tau, taus) for tau in taus], axis=1)
-    return float(pinball(predicted, scores, taus))
+    Gaussian's -inf) carries no information and is left out; the quantile head's columns are
+    still looked up among all of ``taus``, one per level."""
+    kept = taus[(taus > 0) & (taus < 1)]
+    predicted = np.stack([quantile_at(arrays, tau, taus) for tau in kept], axis=1)
+    return float(pinball(predicted, scores, kept))
 
 
 def search_and_fit(X: np.ndarray, scores: np.ndarray, architecture: dict[str, Any], head: Head,

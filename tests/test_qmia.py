@@ -84,6 +84,27 @@ def test_quantile_levels_and_pinball_loss_by_hand():
     assert loss == pytest.approx((0.05 + 0.05) / 2)
 
 
+def test_validation_loss_scores_each_level_with_its_own_column():
+    """The selection criterion by hand: level 0's column is left out, every other level is
+    scored with its own column (not its neighbour's), and the true quantiles beat shifted ones."""
+    taus = np.array([0.0, 0.5, 0.9])
+    scores = np.array([0.0, 1.0, 2.0, 3.0])
+    columns = np.array([[-5.0, 1.5, 2.7]] * len(scores))
+    expected = quantile.pinball(columns[:, 1:], scores, taus[1:])
+    assert quantile.validation_loss({"quantiles": columns}, scores, taus) == pytest.approx(expected)
+    moved = columns.copy()
+    moved[:, 0] = -50.0  # level 0 carries no information: its column changes nothing
+    assert quantile.validation_loss({"quantiles": moved}, scores, taus) == pytest.approx(expected)
+    rng = np.random.default_rng(0)
+    fresh = rng.standard_normal(20000)
+    levels = quantile.levels(9, smallest=1e-2)
+    true = np.tile(np.quantile(fresh, np.clip(levels, 1e-3, None)), (len(fresh), 1))
+    true[:, 0] = -10.0
+    losses = [quantile.validation_loss({"quantiles": true + shift}, fresh, levels)
+              for shift in (0.0, 0.3, -0.3)]
+    assert losses[0] < min(losses[1:])
+
+
 def test_exceedance_score_is_the_interpolated_level_index():
     q = np.array([[0.0, 1.0, 3.0]] * 5)
     score = quantile.exceedance_score(np.array([0.5, 2.0, 3.0, -1.0, 1e9]), q)
