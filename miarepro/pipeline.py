@@ -435,14 +435,16 @@ def measure(scores_path: str, settings: dict[str, Any], split_path: str, output:
     """Every metric of one attack, with what its interval needs (:mod:`miarepro.uncertainty`).
 
     Bootstrap replicates are seeded by the study's split seed, so all attacks of a study are
-    resampled alike and can be compared pairwise.
+    resampled alike and can be compared pairwise. Only a partition split's targets are
+    repetitions, whose spread is an interval of its own; a balanced split's share their pool.
     """
 
     from miarepro import uncertainty
 
-    seed = int(io.read_arrays(split_path)["seed"])
-    table = uncertainty.metric_table(io.read_table(scores_path), settings["fprs"], seed,
-                                     settings["bootstrap"], seconds)
+    split = io.read_arrays(split_path, ["seed", "scheme"])
+    table = uncertainty.metric_table(io.read_table(scores_path), settings["fprs"],
+                                     int(split["seed"]), settings["bootstrap"], seconds,
+                                     repetitions=str(split["scheme"]) == "partition")
     # the job's peak memory, by itself: Snakemake's benchmark file measures the job's process,
     # which is not the one scoring when a warm worker runs the job (miarepro.warm)
     table.insert(table.columns.get_loc("n_nonmembers") + 1, "peak_memory_mb", peak_memory_mb())

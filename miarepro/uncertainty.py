@@ -2,10 +2,14 @@
 
 Two sources of uncertainty, as the issue of every paper's ± column:
 
-- **Across targets.** A study with at least :data:`MIN_TARGETS` target models reports the mean
-  over targets with a Student-t interval, ``mean ± t(0.975, T-1) · sd / sqrt(T)``: the spread
-  the papers print (IHA's ± over models, Stolen Memories' 10 repetitions).
-- **Over audited samples.** With fewer targets, a seeded *stratified* bootstrap: members and
+- **Across targets.** A study whose targets are repetitions (a partition split: each target
+  its own draw of the records, its own reference models and fits) with at least
+  :data:`MIN_TARGETS` of them reports the mean over targets with a Student-t interval,
+  ``mean ± t(0.975, T-1) · sd / sqrt(T)``: the spread the papers print (Stolen Memories' 10
+  repetitions). The targets of a balanced split share their pool and reference models, so
+  their spread leaves out what a new draw of those would move: however many, they are one
+  realisation, and take the bootstrap below.
+- **Over audited samples.** Otherwise, a seeded *stratified* bootstrap: members and
   non-members of each target are resampled with replacement separately, so every replicate keeps
   the audit's class balance, and the metric of each replicate is averaged over targets. The
   95% interval is the percentile interval of :data:`N_BOOTSTRAP` replicates.
@@ -377,8 +381,21 @@ class Estimate:
         return self._paired(other, np.subtract)
 
     def ratio(self, other: Estimate) -> Estimate:
-        """Paired ratio ``self / other`` (inf or NaN where the denominator is 0)."""
-        return self._paired(other, np.divide)
+        """Paired ratio of the means ``R = mean(a) / mean(b)`` (inf or NaN where the
+        denominator is 0).
+
+        Bootstrap draws divide draw by draw: each is a ratio of means already. Over targets
+        or replicates, the draws are the delta method's pseudo-values ``R + (a_i - R b_i) /
+        mean(b)``: their mean is ``R`` and their spread gives the standard error of ``R``
+        itself, where the spread of the per-replicate ratios ``a_i / b_i`` would be that of
+        another quantity (their mean) and blows up when one ``b_i`` is near 0.
+        """
+        if self.method not in ("targets", "replicates"):
+            return self._paired(other, np.divide)
+        value = self._paired(other, np.divide).value  # checks the pairing
+        with np.errstate(divide="ignore", invalid="ignore"):
+            draws = value + (self.draws - value * other.draws) / other.value
+        return Estimate(value, draws, self.method, self.resolvable and other.resolvable)
 
 
 def difference_across_studies(a: Estimate, b: Estimate) -> Estimate:
@@ -452,12 +469,14 @@ COST_COLUMNS = ("score_seconds", "peak_memory_mb")
 
 
 def metric_table(scores: pd.DataFrame, fprs: Iterable[float], seed: int,
-                 n_boot: int = N_BOOTSTRAP, seconds: list[float] | None = None) -> pd.DataFrame:
+                 n_boot: int = N_BOOTSTRAP, seconds: list[float] | None = None,
+                 repetitions: bool = True) -> pd.DataFrame:
     """Every metric of one attack's scores: a point row per target, plus bootstrap replicates.
 
     ``scores`` has the columns of a scores file (``sample``, ``target``, ``member``, ``score``).
     Rows are ``(target, replicate)`` with ``replicate = -1`` for the point estimate; replicates
-    ``0 .. n_boot - 1`` exist only when the study has fewer than :data:`MIN_TARGETS` targets.
+    ``0 .. n_boot - 1`` exist unless the targets are ``repetitions`` (independent draws of the
+    whole experiment: a partition split), at least :data:`MIN_TARGETS` of them.
     Samples are taken in index order, so every attack of a study is resampled alike.
     ``seconds``, the attack's scoring time per target, is kept as ``score_seconds``.
     """
@@ -475,7 +494,7 @@ def metric_table(scores: pd.DataFrame, fprs: Iterable[float], seed: int,
         timing = {"score_seconds": seconds[int(target)]} if seconds else {}
         rows.append(pd.DataFrame([{"target": target, "replicate": -1, **counts, **timing,
                                    **point_metrics(member, score, fprs, values, decisions)}]))
-        if len(targets) < MIN_TARGETS:
+        if not repetitions or len(targets) < MIN_TARGETS:
             draws = pd.DataFrame(bootstrap_metrics(member, score, fprs, [seed, int(target)],
                                                    n_boot, values, decisions))
             rows.append(draws.assign(target=target, replicate=np.arange(n_boot), **counts))
@@ -494,10 +513,11 @@ def estimates(table: pd.DataFrame) -> dict[str, Estimate]:
              if c not in ("target", "replicate", "n_members", "n_nonmembers", *COST_COLUMNS)]
     n_in, n_out = int(points["n_members"].min()), int(points["n_nonmembers"].min())
     rows = points.to_dict("records")
+    repetitions = not bool((table["replicate"] >= 0).any())  # see metric_table
     result = {}
     for name in names:
         value = float(points[name].mean())
-        if len(points) >= MIN_TARGETS:  # repetitions: each target's own value, fits and all
+        if repetitions and len(points) >= MIN_TARGETS:  # each its own value, fits and all
             draws, method = points[name].to_numpy(float), "targets"
         elif name.startswith("fpr@"):  # a proportion of the non-members, counted over targets
             count = float(np.round(points[name] * points["n_nonmembers"]).sum())

@@ -196,6 +196,17 @@ def test_few_targets_use_the_bootstrap_and_many_the_spread_over_targets():
     assert four.interval() == pytest.approx((four.value - spread, four.value + spread))
 
 
+def test_targets_that_share_a_pool_are_one_realisation_however_many():
+    """A balanced split's targets share their pool and reference models: their spread is not a
+    rerun's, so four of them take the bootstrap over their records, never a t(3) interval."""
+    table = u.metric_table(scores_frame(4), (0.1,), seed=0, n_boot=200, repetitions=False)
+    assert (table["replicate"] >= 0).any()
+    shared = u.estimates(table)["auc"]
+    assert shared.method == "bootstrap" and shared.draws.shape == (200,)
+    assert shared.value == pytest.approx(u.estimates(u.metric_table(
+        scores_frame(4), (0.1,), seed=0))["auc"].value)  # the same mean over targets
+
+
 def test_unresolvable_metrics_are_marked():
     estimates = u.estimates(u.metric_table(scores_frame(1, n=300), (0.01, 0.1), 0, 100))
     assert estimates["tpr@10%"].resolvable and not estimates["tpr@1%"].resolvable
@@ -210,6 +221,23 @@ def test_paired_difference_needs_the_same_resampling():
     assert a.ratio(b).value == pytest.approx(0.5 / 0.3)
     with pytest.raises(ValueError, match="same targets"):
         a - u.Estimate(0.3, np.zeros(100), "bootstrap")
+
+
+def test_ratio_over_replicates_is_the_ratio_of_means_with_its_delta_method_interval():
+    """By hand: R = mean(a) / mean(b), standard error sd(a_i - R b_i) / (sqrt(n) mean(b)); one
+    replicate with b near 0 no longer makes the interval that of the per-replicate ratios."""
+    a = np.array([0.70, 0.72, 0.75, 0.69, 0.71, 0.74, 0.73, 0.70, 0.72, 0.02])
+    b = np.array([0.80, 0.79, 0.82, 0.76, 0.78, 0.81, 0.80, 0.77, 0.79, 0.02])
+    ratio = u.Estimate(a.mean(), a, "replicates").ratio(u.Estimate(b.mean(), b, "replicates"))
+    value = a.mean() / b.mean()
+    error = (a - value * b).std(ddof=1) / np.sqrt(len(a)) / b.mean()
+    half = 2.2621571627409915 * error  # t(0.975, 9)
+    assert ratio.value == pytest.approx(value)
+    assert ratio.interval() == pytest.approx((value - half, value + half))
+    assert ratio.interval()[1] - ratio.interval()[0] < 0.1  # per-replicate ratios: about 0.7
+    bootstrap = u.Estimate(1.0, np.array([1.0, 2.0]), "bootstrap").ratio(
+        u.Estimate(2.0, np.array([4.0, 4.0]), "bootstrap"))
+    np.testing.assert_allclose(bootstrap.draws, [0.25, 0.5])  # draw by draw
 
 
 def test_binomial_interval_is_clopper_pearson_by_hand():

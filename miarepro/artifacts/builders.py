@@ -62,7 +62,9 @@ def scale_note(config: dict[str, Any], study: dict[str, Any]) -> str:
 
 
 INTERVAL_NOTE = ("Intervals are 95%: Student-t over target models where a study has at least "
-                 f"{uncertainty.MIN_TARGETS}, else a stratified bootstrap over audited samples "
+                 f"{uncertainty.MIN_TARGETS} repetitions (a partition split's targets; those of a "
+                 "balanced split share their pool and count as one run), else a stratified "
+                 "bootstrap over audited samples "
                  f"({'{bootstrap}'} replicates). **n/r**: the audit cannot resolve the metric "
                  f"(fewer than {uncertainty.MIN_EXCEEDANCES}/FPR non-members, or fewer than "
                  f"{uncertainty.MIN_PER_CLASS} members or non-members per target).")
