@@ -198,7 +198,9 @@ def _digest(indices: np.ndarray) -> str:
 class StudyFiles:
     """Lazy access to a study's data, models and recipe, for white-box attacks.
 
-    Checkpoints are loaded with ``weights_only=True``: only tensors are unpickled.
+    Checkpoints are loaded with ``weights_only=True``: only tensors are unpickled. Loading a
+    model (torch's import included, the first time) counts as reading, ``read_seconds``,
+    which an attack's timing leaves out as it does the fit's arrays.
     """
 
     def __init__(self, dataset_path: str, split_path: str, model_dir: str,
@@ -208,6 +210,7 @@ class StudyFiles:
         self.card = io.read_json(Path(dataset_path).with_suffix(".json"))
         self.architecture, self._recipe = architecture, recipe
         self._loaded: dict[tuple[str, int], Any] = {}  # models queried so far
+        self.read_seconds = 0.0
 
     def features(self) -> np.ndarray:
         return io.read_arrays(self.dataset_path, ["X"])["X"]
@@ -251,17 +254,20 @@ class StudyFiles:
                            self.card["n_classes"])
 
     def load_model(self, role: str, index: int) -> Any:
-        model = self.new_model()
-        state = io.load_checkpoint(self.model_dir / role / f"{index}.pt")
-        model.load_state_dict(state)
-        return model.eval()
+        with io.reading(self):
+            model = self.new_model()
+            model.load_state_dict(io.load_checkpoint(self.model_dir / role / f"{index}.pt"))
+            return model.eval()
 
     def query(self, role: str, index: int, inputs: np.ndarray) -> np.ndarray:
         """Logits ``(n, C)`` of model ``role/index`` on ``inputs`` (eval mode, no gradient)."""
-        from miarepro.training import device, predict_logits
-
         if (role, index) not in self._loaded:  # on the GPU where there is one: MERLIN's fit
-            self._loaded[(role, index)] = self.load_model(role, index).to(device())
+            model = self.load_model(role, index)  # first: loading imports torch
+            from miarepro.training import device
+
+            self._loaded[(role, index)] = model.to(device())
+        from miarepro.training import predict_logits
+
         logits = predict_logits(self._loaded[(role, index)], np.asarray(inputs, dtype=np.float32))
         return logits[0].astype(np.float64)
 
@@ -301,7 +307,8 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
     ``reference_signals`` are the files ``.../reference/<index>.npy`` of every reference model
     any target uses (see :func:`miarepro.splits.reference_indices`). Leave-one-out attacks
     score target 0 only: the leave-one-out models are trained from its training set. Returns
-    the seconds the attack itself took on each target (inference time, without I/O). An
+    the seconds the attack itself took on each target (inference time, without reading its
+    fit or loading the study's models, torch's import included: :func:`io.reading`). An
     attack entry's ``records`` restricts each target's audit to that many records, half
     members (:func:`miarepro.splits.balanced_records`).
     ``nonmembers="ood"`` audits each target's members against the dataset's out-of-distribution
@@ -318,6 +325,7 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
 
     spec = get_attack(attack["attack"])
     params = spec.split_params(attack_params(attack))[1]  # the fit's own are in its file
+    files = study  # what loading its models took is not the attack's time
     if study is not None and spec.queries and not spec.whitebox:
         study = QueryAccess(study)
     labels = io.read_arrays(dataset_path, ["y"])["y"]
@@ -337,11 +345,14 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
                 context.audit, context.target_mask, context.seed, attack["records"]))
         audit = context.audit
         held_out = calibration_records(context) if spec.threshold is not None else audit[:0]
+        loaded = getattr(files, "read_seconds", 0.0)
         start = time.perf_counter()
         values = np.asarray(spec.fn(dataclasses.replace(
             context, audit=np.concatenate([audit, held_out])), **params), dtype=np.float64)
-        reading = getattr(context.fit, "read_seconds", 0.0)  # the fit's arrays are read on
-        seconds.append(time.perf_counter() - start - reading)  # use, which is not timed
+        # the fit's arrays and the study's models are read on use, which is not timed
+        reading = getattr(context.fit, "read_seconds", 0.0) + getattr(
+            files, "read_seconds", 0.0) - loaded
+        seconds.append(time.perf_counter() - start - reading)
         if values.shape != (len(audit) + len(held_out),):
             raise RuntimeError(f"attack {spec.name!r} returned shape {values.shape}, "
                                f"expected {(len(audit) + len(held_out),)}")

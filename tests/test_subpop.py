@@ -348,3 +348,29 @@ def test_table_3_costs_from_the_cards_by_hand(tmp_path, monkeypatch):
         assert (row.ours_minutes, row.ours_minutes_at_paper_counts,
                 row.paper_gpu_minutes) == pytest.approx(values), key
     assert table.loc[("sablayrolles", "per_new_sample")].trained == "2 new IN shadow models"
+
+
+def test_loading_the_victim_is_reading_not_the_attacks_time(study, monkeypatch, tmp_path):
+    """A score's seconds leave out loading the study's models (torch's import included, the
+    first time), as they leave out reading the fit: on a clock that moves only while the
+    victim is rebuilt, the attack took no time at all."""
+    from types import SimpleNamespace
+
+    from miarepro import io
+
+    files, root = study
+    clock = SimpleNamespace(now=0.0)
+    fake = SimpleNamespace(perf_counter=lambda: clock.now)
+    monkeypatch.setattr(pipeline, "time", fake)
+    monkeypatch.setattr(io, "time", fake)
+    build = files.new_model
+
+    def slow_build():
+        clock.now += 100.0
+        return build()
+
+    monkeypatch.setattr(files, "new_model", slow_build)
+    seconds = pipeline.score({"attack": "subpop_natural"}, files.dataset_path,
+                             str(root / "split.npz"), [str(root / "models" / "target" / "0.npy")],
+                             [], [], str(tmp_path / "scores.parquet"), study=files)
+    assert clock.now == 100.0 and seconds == [0.0]

@@ -202,7 +202,8 @@ def attack_costs(name: str, settings: dict[str, Any], config: dict[str, Any],
         "Measured by this run on its own device (2 CPU cores for the default configuration): "
         "precompute = the attack's fit (IHA: Hessian and eigendecomposition) or the training "
         "of the reference models it uses (LiRA), for one target; seconds per record = the "
-        "attack's scoring time over the records it scored, plus, for the exact IHA, its fit's "
+        "attack's scoring time over the records it scored (reading its fit and loading the "
+        "target, torch's import included, left out), plus, for the exact IHA, its fit's "
         "projection of each audited record's gradient; memory = peak resident size of "
         "those jobs (the fit or training job; the scoring job). The paper's numbers (Purchase-"
         "100 MLP-2 on a GPU, 100 members) are beside, not comparable in absolute terms.", "",

@@ -24,7 +24,7 @@ forms no Hessian: conjugate gradients on Hessian-vector products, ``(H + eps I) 
 
 Choices where the paper is silent (matrix §4.8), each also listed in a study's deviations:
 
-- the membership-dependent ``grad L0`` is Appendix D's protocol, and in the miniature all of
+- the membership-dependent ``grad L0`` is Appendix E's protocol, and in the miniature all of
   IHA's margin over LOSS comes from it (``leave_one_out=False`` scores without it; the IHA
   studies list both and say so in their deviations);
 - a subset of terms keeps every term's Eq. 8 sign and coefficient: ``terms=[I1, I2]`` scores
@@ -113,14 +113,15 @@ def _log_progress(done: int, total: int) -> None:
 
 
 def _flat_loss(study: StudyHandle | None, target: int) -> Any:
-    """The target's training loss as a function of its weights (loads the model: torch)."""
+    """The target's training loss as a function of its weights. The model is loaded first:
+    that imports torch, which the study counts as reading, not as the attack's time."""
+    if study is None:
+        raise ValueError("IHA and SIF are white-box attacks: they need the study's models")
+    model = study.load_model("target", target)
     from miarepro import hessian
     from miarepro.training import device
 
-    if study is None:
-        raise ValueError("IHA and SIF are white-box attacks: they need the study's models")
-    model = study.load_model("target", target).to(device())
-    return hessian.FlatLoss(model, study.recipe().get("loss", "cross_entropy"))
+    return hessian.FlatLoss(model.to(device()), study.recipe().get("loss", "cross_entropy"))
 
 
 def inverse_weights(values: np.ndarray, eps: float,
@@ -175,16 +176,17 @@ class _Solver:
     def solve(self, coordinates: np.ndarray) -> np.ndarray:
         if self.exact:
             return coordinates * self.weights
+        flat = self.flat  # loads the model, and torch with it, before anything imports torch
         import torch
 
         from miarepro import hessian
 
         if self._products is None:
             train = self.ctx.study.training_indices("target", self.ctx.target_index)
-            self._products = hessian.hvp_function(self.flat, self.ctx.study.features()[train],
+            self._products = hessian.hvp_function(flat, self.ctx.study.features()[train],
                                                   self.ctx.labels[train],
                                                   precision=torch.float32)
-        rhs = torch.as_tensor(coordinates, dtype=torch.float64, device=self.flat.theta.device)
+        rhs = torch.as_tensor(coordinates, dtype=torch.float64, device=flat.theta.device)
         solution, report = hessian.conjugate_gradient(self._products, rhs, self.eps,
                                                       self.iterations, self.tolerance)
         self.worst_residual = max(self.worst_residual, report.max_relative_residual)
@@ -216,9 +218,10 @@ class _Solver:
         where = self._stored_rows(records)
         if where is not None:  # the projection is linear: the mean of projected gradients
             return self.ctx.fit["audit_coordinates"][where].mean(axis=0, dtype=np.float64)
+        flat = self.flat
         from miarepro import hessian
 
-        total = hessian.mean_gradient(self.flat, self.ctx.study.features()[records],
+        total = hessian.mean_gradient(flat, self.ctx.study.features()[records],
                                       self.ctx.labels[records])
         return self.coordinates(total.cpu().numpy())
 

@@ -19,7 +19,8 @@ also listed in the studies' deviations:
 - ``merlin`` (Jayaraman et al. 2021, MERLIN): the fraction of ``T`` Gaussian perturbations
   ``x + N(0, σ² I)`` that raise the victim's loss; members sit near a minimum of the loss. The
   noise scale comes from the paper's 10-trial random search, run here on a shadow model whose
-  members the attacker knows, never on the audited records.
+  members the attacker knows: records of its pool scored by that model's membership, never the
+  target's (in a balanced split that pool is the audited one).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from miarepro import signals
+from miarepro import io, signals
 from miarepro.attacks.base import AttackContext, StudyHandle, register
 from miarepro.options import Range
 
@@ -149,18 +150,20 @@ def fit_subpop_blackbox(study: StudyHandle, group: int, networks: Networks = "ml
 
 
 def trained_networks(fit: dict[str, np.ndarray]) -> tuple[Any, Any]:
-    """The trained generator and (black-box; else None) encoder of a fit's arrays."""
-    import torch
+    """The trained generator and (black-box; else None) encoder of a fit's arrays: rebuilding
+    them, torch's import included, counts as reading the fit (not the attack's time)."""
+    with io.reading(fit):
+        import torch
 
-    from miarepro import bigan
+        from miarepro import bigan
 
-    spec = json.loads(str(fit["spec"]))
-    generator, _, encoder = bigan.build(spec)
-    for prefix, module in (("generator", generator), ("encoder", encoder)):
-        if module is not None:
-            module.load_state_dict({k[len(prefix) + 1:]: torch.as_tensor(v) for k, v in fit.items()
-                                    if k.startswith(prefix + ".")})
-            module.eval()
+        spec = json.loads(str(fit["spec"]))
+        generator, _, encoder = bigan.build(spec)
+        for prefix, module in (("generator", generator), ("encoder", encoder)):
+            if module is not None:
+                module.load_state_dict({k[len(prefix) + 1:]: torch.as_tensor(v)
+                                        for k, v in fit.items() if k.startswith(prefix + ".")})
+                module.eval()
     return generator, encoder
 
 
@@ -234,10 +237,10 @@ def subpop_inverse(ctx: AttackContext, samples: Count = 30, beta: Positive = 0.0
     attack's mechanism from the generator's quality: if Eq. 3 is at chance here at every
     ``beta``, a better BiGAN cannot lift it, as the crafted records' loss then follows the
     target's own (both are the same function of ``z``)."""
+    study = _require_study(ctx, "Subpop (perfect inverse)")
+    model = study.load_model("target", ctx.target_index)  # first: it imports torch
     from torch import nn
 
-    study = _require_study(ctx, "Subpop (perfect inverse)")
-    model = study.load_model("target", ctx.target_index)
     head = [m for m in model.modules() if isinstance(m, nn.Linear)][-1]
     weight = head.weight.detach().double().numpy()
     bias = head.bias.detach().double().numpy()
@@ -268,12 +271,11 @@ def subpop_natural(ctx: AttackContext, samples: Count = 30,
     class, scored with that label, would look like a high-loss record and drag every score
     towards "member" for the records near a class boundary, non-members most (the reading
     of the paper; with neighbours of any class the attack fell below chance)."""
-    import torch
-
     study = _require_study(ctx, "Subpop (natural)")
     records = ctx.population if pool == "population" else study.parts(ctx.target_index)["ood"]
-    h = victim_latent(study.load_model("target", ctx.target_index))
+    h = victim_latent(study.load_model("target", ctx.target_index))  # first: it imports torch
     x = study.features()
+    import torch
 
     def unit_latents(rows: np.ndarray) -> np.ndarray:  # a chunk of records at a time
         with torch.no_grad():
