@@ -571,9 +571,12 @@ def _measure(study: str, attack: str, metric: str, config: dict[str, Any]) -> Es
     Table 3's training with every target known, at the paper's model counts; ``audit_minutes``,
     IHA's audit of a thousand records, at the paper's reference count.
 
-    A cost is timed once; its draws spread it by the run's timing noise, the relative spread
+    A cost is timed once; its draws spread it by the run's timing noise, the spread of the log
     of the study's reference models' training seconds (the same work, timed apart), drawn
-    apart for each attack, so that a cost claim is only decided beyond that noise.
+    apart for each attack, so that a cost claim is only decided beyond that noise. The spread
+    is a factor, log-normal: a time is never negative, and a ratio of two costs then spreads
+    alike either way (on a raw scale, a spread of a third put 0.3% of the draws of a
+    denominator within a tenth of zero and the ratio's upper limit at 3.2 times its value).
     """
     if metric not in COSTS:
         return res.attack_estimates(res.RESULTS, study, attack)[metric]
@@ -590,9 +593,9 @@ def _measure(study: str, attack: str, metric: str, config: dict[str, Any]) -> Es
         minutes = subpop_artifacts.minutes_at_paper_counts(study, study_config, attack)
     home = Path(res.RESULTS) / "studies" / model_home(study, study_config) / "models"
     seconds = [io.read_json(card)["train_seconds"] for card in home.glob("reference/*.json")]
-    noise = np.std(seconds, ddof=1) / np.mean(seconds) if len(seconds) > 1 else 0.0
+    noise = np.std(np.log(seconds), ddof=1) if len(seconds) > 1 else 0.0
     rng = np.random.default_rng(list(f"{study}/{attack}".encode()))
-    draws = minutes * (1 + noise * rng.standard_normal(uncertainty.N_BOOTSTRAP))
+    draws = minutes * np.exp(noise * rng.standard_normal(uncertainty.N_BOOTSTRAP))
     return Estimate(minutes, draws, "bootstrap")
 
 
