@@ -390,12 +390,12 @@ class Estimate:
         itself, where the spread of the per-replicate ratios ``a_i / b_i`` would be that of
         another quantity (their mean) and blows up when one ``b_i`` is near 0.
         """
+        paired = self._paired(other, np.divide)
         if self.method not in ("targets", "replicates"):
-            return self._paired(other, np.divide)
-        value = self._paired(other, np.divide).value  # checks the pairing
+            return paired
         with np.errstate(divide="ignore", invalid="ignore"):
-            draws = value + (self.draws - value * other.draws) / other.value
-        return Estimate(value, draws, self.method, self.resolvable and other.resolvable)
+            draws = paired.value + (self.draws - paired.value * other.draws) / other.value
+        return Estimate(paired.value, draws, self.method, paired.resolvable)
 
 
 def difference_across_studies(a: Estimate, b: Estimate) -> Estimate:
