@@ -364,12 +364,14 @@ def _trend_config(tmp_path, monkeypatch, accuracy: dict[str, float]) -> dict:
     attacks = {"general-wb": {"attack": "general_wb", "paper_attack": "general_wb"}}
     adult = {"paper": "stolen-memories", "paper_dataset": "adult", "targets": 1,
              "attacks": attacks}
+    subsets = {name: {**adult, "attacks": {"general-wb": {  # Figure 7's points, named by size
+        **attacks["general-wb"], "paper_setting": f"records={records}"}}}
+        for name, records in (("adult-250", 1000), ("adult-500", 2000))}
     bcw = {**adult, "paper_dataset": "breast_cancer", "training": {}}
     dp = {name: {**bcw, "training": {"dp": {"epsilon": epsilon}}, "attacks": {"general-wb": {
         **attacks["general-wb"], "paper_setting": f"epsilon={epsilon:g}"}}}
         for name, epsilon in (("bcw-eps-16", 16.0), ("bcw-eps-0-25", 0.25))}
-    return {"artifacts": {}, "studies": {"adult-250": adult, "adult-500": adult,
-                                         "adult-1000": adult, "bcw": bcw, **dp}}
+    return {"artifacts": {}, "studies": {**subsets, "adult-1000": adult, "bcw": bcw, **dp}}
 
 
 @pytest.mark.parametrize(("accuracy", "expected"), [
@@ -409,6 +411,23 @@ def test_a_trend_over_epsilon_leaves_studies_without_dp_off_its_axis(tmp_path, m
     assert row["verdict"] == "not run"
     assert row["ours"] == ("needs general_wb in studies of breast_cancer at two or more "
                            "epsilon values")
+
+
+def test_a_trend_point_with_a_setting_stays_out_of_the_default_settings_claims(
+        tmp_path, monkeypatch):
+    """Figure 7's Adult subsets (``records=1000``, ``records=2000``) are points of SM-C17's
+    trend over the training-set size, but SM-C13 (calibration raises general-wb's precision,
+    Figure 11) is made for the full-size Adult target alone, as the paper draws it, and for
+    the undefended BCW target, not the DP ones (whose rows said "not run: needs general_wb and
+    general_wb in this study"); before the subsets named their size, each had a row too."""
+    accuracy = {"adult-250": 0.66, "adult-500": 0.60, "adult-1000": 0.56, "bcw": 0.54,
+                "bcw-eps-16": 0.53, "bcw-eps-0-25": 0.50}
+    config = _trend_config(tmp_path, monkeypatch, accuracy)
+    assert set(cl.attacks_read("adult-250", config)) == {"general-wb"}
+    rows = cl.evaluate(config, list(config["studies"]))
+    assert sorted(rows[rows["claim"] == "SM-C13"]["study"]) == ["adult-1000", "bcw"]
+    trend = rows[rows["claim"] == "SM-C17"].set_index("paper_dataset").loc["adult"]
+    assert (trend["study"], trend["verdict"]) == ("adult-1000 vs adult-250", "holds")
 
 
 @pytest.mark.parametrize(("a", "expected"), [(0.10, "holds"), (0.20, "fails"),

@@ -73,8 +73,11 @@ KINDS = ("greater", "close", "not_below", "at_least", "at_most", "ratio_at_least
 #: kinds comparing one attack across the studies of a paper dataset, along ``over``
 TRENDS = ("increases", "decreases")
 #: what a trend runs over: the target's DP epsilon (studies without DP are not on the axis)
-#: or its training-set size (from the target's card)
-OVER = ("epsilon", "train_size")
+#: or its training-set size (from the target's card); and the ``paper_setting`` key that names
+#: a study's point on that axis where it is not the paper's default setting: Figure 12's DP
+#: targets by their epsilon, Figure 7's Adult subsets by their records (the full-size Adult
+#: target of Figures 10 and 11 has no setting, so those figures' claims read it alone)
+OVER = {"epsilon": "epsilon", "train_size": "records"}
 #: kinds whose ``value`` is a tolerance taken from the paper: ``basis`` says how
 TOLERANCES = ("close", "not_below")
 VERDICTS = ("holds", "fails", "inconclusive", "not resolvable", "no signal", "not run")
@@ -378,7 +381,10 @@ def _sides(claim: Claim, study: str, config: dict[str, Any]
            ) -> tuple[str, list[dict[str, str]], list[str | None]] | None:
     """A claim other than a trend on ``study``: the paper dataset the study stands for, the
     claim's sides and the study's instance of each (None where it has none); None where the
-    claim is not made for that dataset."""
+    claim is not made for that dataset, or not for the study's setting: a study all of whose
+    instances name a paper setting, none of them one of the claim's sides, runs another
+    setting of the paper (a DP or dropout target, one of Figure 7's Adult subsets), where the
+    claim's "not run" row would only say that its attacks run at another setting there."""
     study_config = config["studies"][study]
     dataset = stands_for(claim, study, config)
     if dataset not in claim.datasets:
@@ -386,7 +392,11 @@ def _sides(claim: Claim, study: str, config: dict[str, Any]
     default = config["artifacts"].get(claim.artifact, {}).get("default_setting", "")
     specs = [claim.a] + ([claim.b] if claim.b is not None else [])
     records = _shared_records(study_config, specs, default)
-    return dataset, specs, [find_attack(study_config, spec, records, default) for spec in specs]
+    names = [find_attack(study_config, spec, records, default) for spec in specs]
+    if not any(names) and all(attack.get("paper_setting")
+                              for attack in study_config["attacks"].values()):
+        return None
+    return dataset, specs, names
 
 
 def attacks_read(study: str, config: dict[str, Any]) -> list[str]:
@@ -537,12 +547,13 @@ def _quantity_columns(claim: Claim, study: str, outcome: str, quantity: Estimate
 
 
 def _trend_attack(study_config: dict[str, Any], claim: Claim) -> str | None:
-    """The study's instance of a trend's attack: the paper's default setting or the one the
-    trend runs over (``epsilon=16``)."""
+    """The study's instance of a trend's attack: the paper's default setting or a point of the
+    trend's axis (``epsilon=16``, ``records=1000``)."""
+    axis = OVER[claim.over]
     for name, attack in study_config["attacks"].items():
         setting = attack.get("paper_setting") or ""
         if attack.get("paper_attack") == claim.a["attack"] and (
-                setting == claim.a.get("setting", "") or setting.startswith(f"{claim.over}=")):
+                setting == claim.a.get("setting", "") or setting.startswith(f"{axis}=")):
             return name
     return None
 
