@@ -35,9 +35,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import yaml
-from workflow import ROOT, SNAKEMAKE, timed  # benchmarks/workflow.py
+from workflow import ROOT, SNAKEMAKE, job_seconds, study_seconds, timed  # benchmarks/workflow.py
 
 from miarepro.artifacts import claims as claims_module
+from miarepro.config import validate
+from miarepro.paths import independent_runs, replicates_of
 from miarepro.uncertainty import student_half_width
 from report import emit  # benchmarks/report.py
 
@@ -161,8 +163,29 @@ def replication_lines(first: pd.DataFrame, second: pd.DataFrame) -> list[str]:
             table.to_markdown()]
 
 
-def prediction_lines(both: pd.DataFrame, table: pd.DataFrame) -> list[str]:
-    """The report's section on what more replicates would buy."""
+def minutes_per_replicate(run: Path, config: dict) -> dict[str, float]:
+    """In-job minutes (training, fits, scoring: :func:`workflow.job_seconds`) that one more
+    replicate of each study costs, read from a finished run of ``config`` (validated, with
+    its generated copies): the mean of a balanced study's copies, which run only what the
+    claims read, or a partition study's seconds over its repetitions. A study that takes
+    another's models is charged its fits and scores only; the other pays for the models."""
+    seconds = dict(study_seconds(job_seconds(run)))
+    minutes = {}
+    for name, study in config["studies"].items():
+        if "replicate_of" in study:
+            continue
+        copies = replicates_of(name, config)[1:]
+        total = (sum(seconds.get(copy_, 0.0) for copy_ in copies) / len(copies) if copies
+                 else seconds.get(name, 0.0) / independent_runs(name, config))
+        minutes[name] = total / 60
+    return minutes
+
+
+def prediction_lines(both: pd.DataFrame, table: pd.DataFrame,
+                     minutes: dict[str, float] | None = None) -> list[str]:
+    """The report's section on what more replicates would buy, and with ``minutes`` (per
+    replicate of each study) at what cost: the rows gained by raising a study to 10
+    replicates, per in-job hour those replicates take."""
     fixed = len(both) - len(table)  # rows not drawn: counted as they agreed or not
     fixed_agree = int((both["verdict_first"] == both["verdict_second"]).sum()
                       - table["agree_observed"].sum())
@@ -174,6 +197,11 @@ def prediction_lines(both: pd.DataFrame, table: pd.DataFrame) -> list[str]:
         agree_observed=("agree_observed", "sum"),
         **{f"agree_{c}": (f"agree_{c}", "sum") for c in columns}).round(1)
     studies["gain_at_10"] = studies["agree_10"] - studies["agree_now"]
+    if minutes is not None:
+        studies["minutes_per_replicate"] = [minutes.get(study, np.nan)
+                                            for study in studies.index]
+        hours = (10 - studies["replicates"]).clip(lower=0) * studies["minutes_per_replicate"] / 60
+        studies["gain_per_hour_to_10"] = (studies["gain_at_10"] / hours.where(hours > 0)).round(1)
     return ["", "What more replicates would buy (every study at its count or more; rows "
             f"testable in both runs drawn anew, {fixed} others as they are):", "",
             "| | now | " + " | ".join(f"{c} or more" for c in COUNTS) + " |",
@@ -238,7 +266,8 @@ def main() -> None:
              table.to_markdown(), "", "Rows whose verdict changed:", "",
              changed.to_markdown(index=False) if len(changed) else "none",
              *replication_lines(first_claims, second_claims),
-             *prediction_lines(both, predicted(first_claims, second_claims))]
+             *prediction_lines(both, predicted(first_claims, second_claims),
+                               minutes_per_replicate(first, validate(copy.deepcopy(default))))]
     emit(lines, args.out)
 
 

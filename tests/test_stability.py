@@ -89,3 +89,44 @@ def test_an_update_reruns_a_finished_run_on_changed_params_and_inputs_only(tmp_p
     monkeypatch.setattr(sys, "argv", ["stability.py", "--first", str(run), "--update"])
     with pytest.raises(SystemExit):  # --update names both runs
         stability.main()
+
+
+def test_a_replicates_cost_is_its_copies_mean_or_a_repetitions_share(tmp_path):
+    """One more replicate of a balanced study costs what its generated copies took on average
+    (they run only what the claims read, the first replicate also its tables' extras); of a
+    partition study, its seconds over its repetitions: cards for training and fits, benchmark
+    files for scoring."""
+    def card(study: str, kind: str, group: str, name: int, seconds: float) -> None:
+        path = tmp_path / "results" / "studies" / study / kind / group / f"{name}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        key = "train_seconds" if kind == "models" else "fit_seconds"
+        path.write_text(f'{{"{key}": {seconds}}}')
+
+    def score(study: str, attack: str, seconds: float) -> None:
+        path = tmp_path / "results" / "benchmarks" / study / f"score-{attack}.tsv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"s\th:m:s\n{seconds}\t0:00:00\n")
+
+    for study, seconds in (("b", 600.0), ("b-r1", 120.0), ("b-r2", 240.0)):
+        card(study, "models", "target", 0, seconds)
+    score("b", "loss", 60.0)  # the first replicate's extra: not what a copy costs
+    for target in range(4):
+        card("p", "models", "target", target, 30.0)
+        card("p", "fits", "fit", target, 45.0)
+    score("p", "loss", 60.0)
+    config = {"studies": {
+        "b": {"split": {"scheme": "balanced"}, "replicates": 3},
+        "b-r1": {"split": {"scheme": "balanced"}, "replicate_of": "b"},
+        "b-r2": {"split": {"scheme": "balanced"}, "replicate_of": "b"},
+        "p": {"split": {"scheme": "partition"}, "targets": 4}}}
+    minutes = stability.minutes_per_replicate(tmp_path, config)
+    assert minutes == pytest.approx({"b": 3.0, "p": (4 * 75.0 + 60.0) / 4 / 60})
+    # the report's study table: the rows gained at 10 replicates per in-job hour they take
+    first = _runs(0.02, 0.02).assign(study="b")
+    both, _ = stability.agreement(first, first)
+    table = stability.predicted(first, first)
+    lines = stability.prediction_lines(both, table, minutes)
+    row = next(line for line in lines[-1].splitlines() if line.startswith("| b "))
+    gain = table["agree_10"].iloc[0] - table["agree_now"].iloc[0]
+    assert row.split("|")[-3].strip() == "3" and float(row.split("|")[-2]) == pytest.approx(
+        gain / (7 * 3 / 60), abs=0.06)
