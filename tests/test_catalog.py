@@ -138,7 +138,7 @@ EXPECTED_ROWS = {
     "IHA-X2": 3,
     "SUB-T1": 7 * 2,
     "SUB-T2": 7 * 7 + 1,  # natural subpopulation: SVHN only
-    "SUB-T3": 7 * 4,
+    "SUB-T3": 8 * 4,  # both blocks (all targets known, per new sample) of four rows
     "SM-X1": 31,
     "SM-F7": 1,
     "QMIA-F1": 1,
