@@ -604,3 +604,34 @@ def test_the_claims_table_asks_for_exactly_the_attacks_its_claims_read(monkeypat
     assert copies and {study for study, _ in asked - read} <= set(firsts)
     assert ("subpop-mnist-r1", "subpop") in read  # the claims' attack, in every copy
     assert ("subpop-mnist-r1", "subpop-beta-2e-1") not in asked  # a sweep: the first's figure
+
+
+def _over_replicates(values) -> Estimate:
+    values = np.asarray(values, dtype=float)
+    return Estimate(float(values.mean()), values, "replicates")
+
+
+def test_matched_best_beats_every_rival_and_fails_only_at_a_bonferroni_level():
+    """BMIA-C25's form (BMIA with references of the target's architecture beats every other
+    architecture's), on 5 replicates, t(4) = 2.776 (3.495 at 97.5%): it holds only where the
+    paired difference from every rival lies above 0, whichever rival scores highest, and it
+    fails only where one rival is above it at 1 - 0.05 / k for k rivals."""
+    z = np.arange(-2.0, 3.0) / np.std(np.arange(-2.0, 3.0), ddof=1)  # mean 0, spread 1
+    a = 0.06 + 0.002 * z
+    tight = a - (0.010 + 0.001 * z)  # the highest-scoring rival (0.050), clearly below a
+    wide = a - (0.015 + 0.020 * z)  # lower on average (0.045), its difference straddles 0
+    matched = claim("matched_best")
+    A, rivals = _over_replicates(a), [_over_replicates(tight), _over_replicates(wide)]
+    assert cl.verdict(matched, A, rivals[0])[0] == "holds"  # against the highest alone
+    outcome, quantity, index = cl.matched_best_verdict(matched, A, rivals)
+    assert (outcome, index) == ("inconclusive", 1)
+    assert quantity.value == pytest.approx(0.015)
+    assert cl.matched_best_verdict(matched, A, rivals[:1])[:3:2] == ("holds", 0)
+    # a rival above a by 0.03 with a standard error of 0.01: the 95% interval's top is
+    # -0.0022, the 97.5% one's +0.0050; alone it fails, beside another rival it does not
+    above = _over_replicates(a - (-0.03 + 0.01 * np.sqrt(5.0) * z))
+    assert cl.matched_best_verdict(matched, A, [above])[0] == "fails"
+    assert cl.matched_best_verdict(matched, A, [rivals[0], above])[:3:2] == ("inconclusive", 1)
+    further = _over_replicates(a - (-0.04 + 0.01 * np.sqrt(5.0) * z))  # top: -0.0050 at 97.5%
+    outcome, quantity, index = cl.matched_best_verdict(matched, A, [rivals[0], further])
+    assert (outcome, index) == ("fails", 1) and quantity.value == pytest.approx(-0.04)

@@ -13,8 +13,9 @@ attack across studies (``increases`` / ``decreases`` ``over`` the DP ``epsilon``
 ``train_size``: its metric where that value is largest against where it is smallest, two
 studies trained apart: :func:`miarepro.uncertainty.difference_across_studies`),
 or that an attack does best with reference models of the target's own architecture
-(``matched_best``: it beats the strongest of the study's instances of the same attack that
-take their references from another study), the artifact that shows it and the paper datasets
+(``matched_best``: it beats every one of the study's instances of the same attack that take
+their references from another study: :func:`matched_best_verdict`), the artifact that shows it
+and the paper datasets
 it is made for. Attacks
 are named as in the papers' tables (``paper_attack`` and ``paper_setting`` of a study's attack
 instances), so one claims file serves the miniature and the full-scale configurations alike.
@@ -356,14 +357,32 @@ def _rivals(study_config: dict[str, Any], claim: Claim) -> list[str]:
             if attack.get("reference_study") and attack.get("paper_attack") == claim.a["attack"]]
 
 
-def strongest_rival(study: str, study_config: dict[str, Any], claim: Claim) -> str | None:
-    """For ``matched_best``: the study's instance of the claim's attack, with reference models
-    of another study (architecture), that scores highest on the claim's metric."""
-    rivals = _rivals(study_config, claim)
-    if not rivals:
-        return None
-    return max(rivals, key=lambda name: res.attack_estimates(res.RESULTS, study,
-                                                             name)[claim.metric].value)
+def matched_best_verdict(claim: Claim, a: Estimate, rivals: list[Estimate]
+                         ) -> tuple[str, Estimate, int]:
+    """``matched_best``: ``a`` beats every rival (an intersection-union test). It holds where
+    every paired difference's interval lies above 0, each at the usual level (all must, so no
+    correction is due), and fails where one lies below 0 at a Bonferroni level over the
+    rivals (any one may: taking the worst of k at 95% would fail a true claim more often than
+    its 2.5%). Else "no signal" where no comparison tells the sides apart from chance, and
+    inconclusive. Returns the verdict, the difference from the rival it is decided against
+    (the failing one, else the one with the lowest lower bound: the rival the claim is
+    closest to losing to) and that rival's index."""
+    outcomes = [verdict(claim, a, rival) for rival in rivals]
+    words = [word for word, _ in outcomes]
+    if "not resolvable" in words:
+        index = words.index("not resolvable")
+        return "not resolvable", outcomes[index][1], index
+    level = 1.0 - (1.0 - uncertainty.LEVEL) / len(rivals)
+    highs = [quantity.interval(level)[1] for _, quantity in outcomes]
+    lows = [quantity.interval()[0] for _, quantity in outcomes]
+    if min(highs) < 0.0:
+        index = int(np.argmin(highs))
+        return "fails", outcomes[index][1], index
+    index = int(np.argmin(lows))
+    if all(word == "holds" for word in words):
+        return "holds", outcomes[index][1], index
+    word = "no signal" if all(word == "no signal" for word in words) else "inconclusive"
+    return word, outcomes[index][1], index
 
 
 def stands_for(claim: Claim, study: str, config: dict[str, Any]) -> str | None:
@@ -451,17 +470,17 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                 continue
             dataset, specs, names = sides
             if claim.kind == "matched_best":
-                names.append(strongest_rival(study, study_config, claim))
+                names += _rivals(study_config, claim) or [None]
             paper = [claim_paper_value(claim, dataset, spec, study_config.get("paper_model"))
                      for spec in specs]
             row = _row(claim, study, dataset, paper[0], paper[1] if len(paper) > 1 else None)
             if None in names:
                 absent = [_spec_text(spec) for spec, name in zip(specs, names, strict=False)
-                          if name is None] or ["the strongest rival"]
+                          if name is None] or ["a rival with another study's references"]
                 rows.append({**row, "verdict": "not run",
                              "ours": f"needs {' and '.join(absent)} in this study"})
                 continue
-            sides = [claim.a, claim.b or claim.a][: len(names)]  # matched_best's rival: a
+            sides = [claim.a] + [claim.b or claim.a] * (len(names) - 1)  # rivals: a's
             metrics = [side.get("metric", claim.metric) for side in sides]
             unmeasured = sorted({metric for name, metric in zip(names, metrics, strict=True)
                                  if metric not in COSTS
@@ -473,10 +492,17 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
             replicates = replicates_of(study, config)
             estimates = [_over_replicates(replicates, name, metric, config)
                          for name, metric in zip(names, metrics, strict=True)]
-            outcome, quantity = verdict(claim, estimates[0],
-                                        estimates[1] if len(estimates) > 1 else None)
-            rival = (f"; strongest rival: {study_config['attacks'][names[1]].get('label')}"
-                     if claim.kind == "matched_best" else "")
+            rival = ""
+            if claim.kind == "matched_best":
+                outcome, quantity, index = matched_best_verdict(claim, estimates[0],
+                                                                estimates[1:])
+                estimates = [estimates[0], estimates[1 + index]]
+                rival = (f"; against {study_config['attacks'][names[1 + index]].get('label')}"
+                         f", the closest of {len(names) - 1} rivals (fails at a Bonferroni "
+                         "level over them)")
+            else:
+                outcome, quantity = verdict(claim, estimates[0],
+                                            estimates[1] if len(estimates) > 1 else None)
             rows.append({**row, "verdict": outcome, "replicates": independent_runs(study, config),
                          "ours": _describe(claim, estimates, quantity) + rival,
                          **_quantity_columns(claim, study, outcome, quantity)})
