@@ -15,10 +15,9 @@ studies trained apart: :func:`miarepro.uncertainty.difference_across_studies`),
 or that an attack does best with reference models of the target's own architecture
 (``matched_best``: it beats every one of the study's instances of the same attack that take
 their references from another study: :func:`matched_best_verdict`), the artifact that shows it
-and the paper datasets
-it is made for. Attacks
-are named as in the papers' tables (``paper_attack`` and ``paper_setting`` of a study's attack
-instances), so one claims file serves the miniature and the full-scale configurations alike.
+and the paper datasets it is made for. Attacks are named as in the papers' tables
+(``paper_attack`` and ``paper_setting`` of a study's attack instances), so one claims file
+serves the miniature and the full-scale configurations alike.
 The paper's own numbers come from ``paper_values.csv``; nothing is typed in twice.
 
 A claim is evaluated on every study of its paper whose ``paper_dataset`` it lists. The compared
