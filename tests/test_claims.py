@@ -441,6 +441,29 @@ def test_ratio_at_most_verdict(a, expected):
     assert quantity[1].value == pytest.approx(a)
 
 
+def test_a_cost_over_repetitions_is_timed_in_each(monkeypatch):
+    """In a partition study of 3 repetitions, gpu_minutes is timed in each (its own reference
+    models, fit and scoring: builders.target_compute_seconds) and its interval is Student-t
+    over them, paired by repetition across a claim's two attacks, not the timing-noise model
+    of a cost timed once (BMIA-C36 read target 0 alone, and flipped between seeds)."""
+    from miarepro.artifacts import builders
+
+    seconds = {"bmia": [60.0, 120.0, 90.0], "lira": [600.0, 900.0, 750.0]}
+    monkeypatch.setattr(builders, "target_compute_seconds",
+                        lambda _results, _study, attack, _config: seconds[attack])
+    config = {"studies": {"s": {"split": {"scheme": "partition"}, "targets": 3,
+                                "attacks": {}}}}
+    cost = cl._measure("s", "bmia", "gpu_minutes", config)
+    half = 4.302653 * np.std([1.0, 2.0, 1.5], ddof=1) / np.sqrt(3)
+    assert cost.method == "targets" and cost.value == pytest.approx(1.5)
+    assert cost.interval() == pytest.approx((1.5 - half, 1.5 + half))
+    ratio = cost.ratio(cl._measure("s", "lira", "gpu_minutes", config))
+    assert ratio.value == pytest.approx(90.0 / 750.0)
+    pseudo = ratio.value + (np.array([1.0, 2.0, 1.5]) - ratio.value * np.array(
+        [10.0, 15.0, 12.5])) / 12.5  # the delta method, repetition by repetition
+    np.testing.assert_allclose(ratio.draws, pseudo)
+
+
 @pytest.mark.parametrize("metric", ["gpu_minutes", "train_minutes", "audit_minutes"])
 def test_a_cost_is_spread_by_the_runs_timing_noise(tmp_path, monkeypatch, metric):
     """A cost is the attack's measured minutes (BMIA Table 1's compute, Subpop Table 3's

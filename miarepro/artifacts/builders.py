@@ -132,24 +132,27 @@ def leaderboard(name: str, settings: dict[str, Any], config: dict[str, Any], pre
     io.write_text(prefix + ".md", "\n".join(lines))
 
 
-def _models_used(study_config: dict[str, Any], attack_name: str) -> list[tuple[str, int]]:
-    """Attack-side models target 0's attack needs: its references and leave-one-out models."""
+def _models_used(study_config: dict[str, Any], attack_name: str, target: int = 0
+                 ) -> list[tuple[str, int]]:
+    """Attack-side models a target's attack needs: its references and leave-one-out models
+    (those of target 0: the only one that has them)."""
     from miarepro.paths import loo_model_indices
     from miarepro.splits import reference_indices
 
     attack = study_config["attacks"][attack_name]
-    references = reference_indices(study_config["split"]["scheme"], 0,
+    references = reference_indices(study_config["split"]["scheme"], target,
                                    attack.get("n_reference", 0))
     loo = loo_model_indices(attack.get("loo_records", 0), attack.get("loo_models", 0))
     return [("reference", i) for i in references] + [("loo", i) for i in loo]
 
 
-def _model_cards(results: str, study: str, study_config: dict, attack: str) -> list[str]:
+def _model_cards(results: str, study: str, study_config: dict, attack: str,
+                 target: int = 0) -> list[str]:
     """Cards of the attack-side models of :func:`_models_used`, wherever they live."""
     homes = {"reference": reference_home(study, study_config, study_config["attacks"][attack]),
              "loo": model_home(study, study_config)}
     return [f"{results}/studies/{homes[role]}/models/{role}/{index}.json"
-            for role, index in _models_used(study_config, attack)]
+            for role, index in _models_used(study_config, attack, target)]
 
 
 def _fit_cards(results: str, study: str, study_config: dict, attack: str) -> list[str]:
@@ -160,16 +163,45 @@ def _fit_cards(results: str, study: str, study_config: dict, attack: str) -> lis
 
 
 def compute_seconds(results: str, study: str, attack: str, study_config: dict) -> float:
-    """Seconds an attack needs for one target: training the models it uses and its fit (those
-    of target 0), plus scoring one target (the mean over targets).
+    """Seconds an attack needs for one target: training the models it uses and its fit, plus
+    scoring one target; in a partition study the mean over its repetitions, each with its own
+    models and fit (:func:`target_compute_seconds`), else those of target 0 and the mean
+    scoring over targets.
 
     The score job's wall time would not do: it scores every target of the study and includes
     starting Python, so it counted BMIA's sampling five times against one reference model."""
+    if has_repetitions(study_config):
+        seconds = target_compute_seconds(results, study, attack, study_config)
+        return round(sum(seconds) / len(seconds), 2)
     cards = [io.read_json(path) for path in _model_cards(results, study, study_config, attack)]
     fits = [io.read_json(path) for path in _fit_cards(results, study, study_config, attack)[:1]]
     return round(res.score_seconds(results, study, attack)
                  + sum(c["train_seconds"] for c in cards)
                  + sum(c["fit_seconds"] for c in fits), 2)
+
+
+def has_repetitions(study_config: dict) -> bool:
+    """Whether a study's targets are repetitions, each with its own partition, reference
+    models and fits."""
+    return (study_config.get("split", {}).get("scheme") == "partition"
+            and study_config.get("targets", 1) > 1)
+
+
+def target_compute_seconds(results: str, study: str, attack: str, study_config: dict
+                           ) -> list[float]:
+    """:func:`compute_seconds` of each target of a partition study, from that repetition's
+    own reference models, fit and scoring: as many timings of the same work, each made apart,
+    as the study has repetitions."""
+    scoring = res.score_seconds_by_target(results, study, attack)
+    fits = _fit_cards(results, study, study_config, attack)
+    seconds = []
+    for target in range(study_config["targets"]):
+        cards = [io.read_json(path)
+                 for path in _model_cards(results, study, study_config, attack, target)]
+        fit = [io.read_json(fits[target])] if fits else []
+        seconds.append(scoring[target] + sum(c["train_seconds"] for c in cards)
+                       + sum(c["fit_seconds"] for c in fit))
+    return seconds
 
 
 def _markdown(frame: pd.DataFrame) -> str:

@@ -607,16 +607,24 @@ def _measure(study: str, attack: str, metric: str, config: dict[str, Any]) -> Es
     Table 3's training with every target known, at the paper's model counts; ``audit_minutes``,
     IHA's audit of a thousand records, at the paper's reference count.
 
-    A cost is timed once; its draws spread it by the run's timing noise, the spread of the log
-    of the study's reference models' training seconds (the same work, timed apart), drawn
-    apart for each attack, so that a cost claim is only decided beyond that noise. The spread
-    is a factor, log-normal: a time is never negative, and a ratio of two costs then spreads
-    alike either way (on a raw scale, a spread of a third put 0.3% of the draws of a
-    denominator within a tenth of zero and the ratio's upper limit at 3.2 times its value).
+    In a partition study of several repetitions, ``gpu_minutes`` is timed in each (its own
+    reference models, fit and scoring) and its interval is over them, paired across the two
+    attacks of a claim by repetition, as any other metric's. Otherwise a cost is timed once;
+    its draws spread it by the run's timing noise, the spread of the log of the study's
+    reference models' training seconds (the same work, timed apart), drawn apart for each
+    attack, so that a cost claim is only decided beyond that noise. The spread is a factor,
+    log-normal: a time is never negative, and a ratio of two costs then spreads alike either
+    way (on a raw scale, a spread of a third put 0.3% of the draws of a denominator within a
+    tenth of zero and the ratio's upper limit at 3.2 times its value).
     """
     if metric not in COSTS:
         return res.attack_estimates(res.RESULTS, study, attack)[metric]
     study_config = config["studies"][study]
+    if (metric == COMPUTE and builders.has_repetitions(study_config)
+            and study_config["targets"] >= uncertainty.MIN_TARGETS):
+        minutes = np.array(builders.target_compute_seconds(res.RESULTS, study, attack,
+                                                           study_config)) / 60
+        return Estimate(float(minutes.mean()), minutes, "targets")
     if metric == COMPUTE:
         minutes = builders.compute_seconds(res.RESULTS, study, attack, study_config) / 60
     elif metric == AUDIT_MINUTES:

@@ -99,6 +99,14 @@ def score_seconds(results: str, study: str, attack: str) -> float:
     return float(table.loc[table["replicate"] < 0, "score_seconds"].mean())
 
 
+def score_seconds_by_target(results: str, study: str, attack: str) -> dict[int, float]:
+    """Seconds the attack itself took to score each target."""
+    table = _metrics_table(results, study, attack)
+    points = table[table["replicate"] < 0]
+    return dict(zip(points["target"].astype(int), points["score_seconds"].astype(float),
+                    strict=True))
+
+
 def score_memory_mb(results: str, study: str, attack: str) -> float:
     """Peak resident memory of the job that scored the attack (MB), as it measured itself."""
     return float(_metrics_table(results, study, attack)["peak_memory_mb"].max())
