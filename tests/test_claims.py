@@ -551,6 +551,22 @@ def test_replication_is_high_far_from_the_boundary_and_a_coin_toss_on_it():
                                                                                abs=0.02)
 
 
+def test_replication_of_matched_best_fails_at_the_level_that_decided_it():
+    """A matched_best row over two rivals fails at 97.5% (Bonferroni): where that interval's
+    top lies exactly on 0, a rerun fails about half the time. Redrawn at 95%, as a claim
+    of one comparison, it would fail more often than the row's own rule lets it."""
+    from scipy.special import stdtrit
+
+    matched = claim("matched_best")
+    values = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])
+    error = values.std(ddof=1) / np.sqrt(5)
+    edge = _replicates(values - stdtrit(4, 0.9875) * error)  # the 97.5% top on 0
+    assert cl.bonferroni_level(2) == pytest.approx(0.975)
+    over_two = cl.replication(matched, "s", "fails", edge, rivals=2)
+    assert 0.4 < over_two < 0.6
+    assert cl.replication(matched, "s", "fails", edge, rivals=1) > over_two + 0.1
+
+
 def test_replication_is_only_given_for_a_testable_verdict_over_replicates():
     greater = claim("greater")
     values = _replicates([0.05, 0.06, 0.04])
