@@ -21,6 +21,14 @@ It then asks what more replicates would buy (:func:`predicted`): each row testab
 runs is drawn anew under a normal model of its replicate-level quantity (the two runs' mean and
 pooled spread) and decided by the claims' own rule, at its replicate count and at 5, 10 and
 20; the report gives the expected agreement and resolved share, overall and study by study.
+
+    .venv/bin/python benchmarks/stability.py --first RUN --second RUN2 --fewer STUDY=K ...
+
+measures what fewer replicates would cost, with no training: both runs' claims are rebuilt
+for the config with only the first ``K`` replicates of each named study (a partition study's
+first ``K`` repetitions, a balanced study's first ``K`` generated copies), read from the runs
+as they are (:func:`results_view`), since a replicate's draws depend on its index alone. The
+report gives their agreement and resolved share, and the in-job minutes the cut saves.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import copy
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +67,58 @@ def shifted(config: dict, shift: int) -> dict:
             if key in study:  # a models_from study takes both from its source
                 study[key] = {**study[key], "seed": study[key].get("seed", 0) + shift}
     return config
+
+
+def fewer(config: dict, counts: dict[str, int]) -> dict:
+    """The config with only the first ``counts[study]`` replicates of each named study: a
+    partition study's repetitions (``targets``), a balanced study's generated copies
+    (``replicates``); a study that takes another's models follows its source."""
+    config = copy.deepcopy(config)
+    for name, count in counts.items():
+        study = config["studies"].get(name)
+        if study is None:
+            raise SystemExit(f"--fewer {name}={count}: the config has no study {name!r}")
+        key = "targets" if study.get("split", {}).get("scheme") == "partition" else "replicates"
+        now = study.get(key, 1)
+        if not 1 <= count <= now:
+            raise SystemExit(f"--fewer {name}={count}: {name} has {now} replicates ({key}); "
+                             f"give 1 to {now}")
+        study[key] = count
+    return config
+
+
+def results_view(run: Path, config: dict, view: Path) -> Path:
+    """``view/results``: ``run``'s results as links, as a run of ``config`` (validated, with
+    fewer replicates than ``run``'s) would hold them: each partition study's metrics keep the
+    rows of its first ``targets`` repetitions. A balanced study's later copies stay, unread:
+    the claims read the copies ``config`` names. Returns ``view``."""
+    source, results = run.resolve() / "results", view / "results"
+    (results / "studies").mkdir(parents=True)
+    for entry in source.iterdir():
+        if entry.name != "studies":
+            (results / entry.name).symlink_to(entry)
+    for folder in (source / "studies").iterdir():
+        study = config["studies"].get(folder.name)
+        into = results / "studies" / folder.name
+        if study is None or study.get("split", {}).get("scheme") != "partition":
+            into.symlink_to(folder)
+            continue
+        into.mkdir()
+        for entry in folder.iterdir():
+            if entry.name != "metrics":
+                (into / entry.name).symlink_to(entry)
+        (into / "metrics").mkdir()
+        for table in (folder / "metrics").glob("*.parquet"):
+            frame = pd.read_parquet(table)
+            frame[frame["target"] < study["targets"]].to_parquet(into / "metrics" / table.name)
+    return view
+
+
+def minutes_saved(counts: dict[str, int], config: dict, minutes: dict[str, float]) -> float:
+    """In-job minutes a run of ``config`` (validated) spends on the replicates ``counts`` cuts,
+    at :func:`minutes_per_replicate`'s price."""
+    return sum((independent_runs(name, config) - count) * minutes.get(name, 0.0)
+               for name, count in counts.items())
 
 
 def claims_of(run: Path, config_path: Path) -> pd.DataFrame:
@@ -213,6 +274,37 @@ def prediction_lines(both: pd.DataFrame, table: pd.DataFrame,
             "", studies.sort_values("gain_at_10", ascending=False).to_markdown()]
 
 
+def fewer_lines(cuts: dict[str, int], first: Path, second: Path, default: dict,
+                minutes: dict[str, float]) -> list[str]:
+    """The report's section on the claims with fewer replicates of the ``cuts`` studies: both
+    runs' claims rebuilt for the cut configs from views of the runs (:func:`results_view`)."""
+    tables = []
+    with tempfile.TemporaryDirectory() as folder:
+        for name, run, raw in (("first", first, default),
+                               ("second", second, yaml.safe_load((second / "config.yaml")
+                                                                 .read_text()))):
+            config = fewer(raw, cuts)
+            view = results_view(run, validate(copy.deepcopy(config)), Path(folder) / name)
+            (view / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+            tables.append(claims_of(view, view / "config.yaml"))
+    both, _ = agreement(*tables)
+    same = both["verdict_first"] == both["verdict_second"]
+    saved = minutes_saved(cuts, validate(copy.deepcopy(default)), minutes)
+    return ["", "With fewer replicates (" + ", ".join(f"{k}: {v}" for k, v in cuts.items())
+            + "), the same two runs read anew:", "", "| measure | value |", "|---|---|",
+            f"| verdicts that agree | {same.sum()} of {len(both)} ({same.mean():.0%}) |",
+            "| testable rows resolved, first / second run | "
+            + " / ".join(f"{resolved_share(table):.0%}" for table in tables) + " |",
+            f"| in-job minutes saved | {saved:.1f} |"]
+
+
+def resolved_share(claims: pd.DataFrame) -> float:
+    """The share of a claims table's testable rows (holds, fails, inconclusive) that resolve
+    (holds or fails): the verdicts issue asks for 60%."""
+    testable = claims["verdict"][claims["verdict"].isin(TESTABLE)]
+    return float((testable != "inconclusive").mean())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path, help="a new directory for the runs")
@@ -223,12 +315,21 @@ def main() -> None:
                         "bring both runs up to the current config first, rerunning only the "
                         "studies it changed (a config change, such as a study's replicates)")
     parser.add_argument("--shift", type=int, default=1, help="the second run's seed shift K")
+    parser.add_argument("--fewer", nargs="+", metavar="STUDY=K", default=[],
+                        help="with --first and --second: also the claims with only the first K "
+                        "replicates of each STUDY, read from the same runs")
     parser.add_argument("--out", type=Path, help="write the report here too")
     args = parser.parse_args()
     if args.keep is None and (args.first is None or args.second is None):
         parser.error("--keep DIR: a new directory for the run(s) to make")
     if args.update and (args.first is None or args.second is None):
         parser.error("--update brings --first and --second up to date: name both")
+    if args.fewer and (args.first is None or args.second is None):
+        parser.error("--fewer reads two finished runs: name --first and --second")
+    try:
+        cuts = {name: int(count) for name, count in (item.split("=") for item in args.fewer)}
+    except ValueError:
+        parser.error("--fewer takes STUDY=K items, K a whole number")
     default_path = ROOT / "config" / "config.yaml"
     default = yaml.safe_load(default_path.read_text())
     rows = []
@@ -250,6 +351,8 @@ def main() -> None:
     first_claims = claims_of(first, default_path)
     second_claims = claims_of(second, second / "config.yaml")
     both, table = agreement(first_claims, second_claims)
+    minutes = minutes_per_replicate(first, validate(copy.deepcopy(default)))
+    cut_lines = fewer_lines(cuts, first, second, default, minutes) if cuts else []
     testable = both[both["verdict_first"].isin(TESTABLE) | both["verdict_second"].isin(TESTABLE)]
     same = (both["verdict_first"] == both["verdict_second"])
     rows += [("rows compared (claim x study, not 'not run' in both)", str(len(both))),
@@ -257,6 +360,8 @@ def main() -> None:
              ("of the rows testable in either run (holds, fails, inconclusive)",
               f"{(testable['verdict_first'] == testable['verdict_second']).mean():.0%} "
               f"of {len(testable)}"),
+             ("testable rows resolved, first / second run",
+              f"{resolved_share(first_claims):.0%} / {resolved_share(second_claims):.0%}"),
              ("flips between holds and fails", str(int(
                  (both[["verdict_first", "verdict_second"]].isin(["holds", "fails"]).all(axis=1)
                   & ~same).sum())))]
@@ -266,8 +371,8 @@ def main() -> None:
              table.to_markdown(), "", "Rows whose verdict changed:", "",
              changed.to_markdown(index=False) if len(changed) else "none",
              *replication_lines(first_claims, second_claims),
-             *prediction_lines(both, predicted(first_claims, second_claims),
-                               minutes_per_replicate(first, validate(copy.deepcopy(default))))]
+             *prediction_lines(both, predicted(first_claims, second_claims), minutes),
+             *cut_lines]
     emit(lines, args.out)
 
 

@@ -130,3 +130,40 @@ def test_a_replicates_cost_is_its_copies_mean_or_a_repetitions_share(tmp_path):
     gain = table["agree_10"].iloc[0] - table["agree_now"].iloc[0]
     assert row.split("|")[-3].strip() == "3" and float(row.split("|")[-2]) == pytest.approx(
         gain / (7 * 3 / 60), abs=0.06)
+
+
+def test_fewer_replicates_are_read_from_the_runs_as_a_run_of_the_cut_config_holds_them(
+        tmp_path):
+    """--fewer: a partition study keeps its first K repetitions (its metrics' rows of later
+    targets dropped in a view of the run, every other file linked, the run untouched), a
+    balanced study its first K copies (the config names fewer); a count above a study's own
+    fails naming it; the saving is the cut replicates at their measured price."""
+    run = tmp_path / "run"
+    metrics = run / "results" / "studies" / "p" / "metrics"
+    metrics.mkdir(parents=True)
+    scores = pd.DataFrame({"target": [0, 1, 2, 3], "replicate": -1, "auc": [.6, .7, .8, .9]})
+    scores.to_parquet(metrics / "loss.parquet")
+    (run / "results" / "studies" / "p" / "split.npz").write_bytes(b"split")
+    (run / "results" / "studies" / "b").mkdir()
+    (run / "results" / "datasets").mkdir()
+    raw = {"studies": {"p": {"split": {"scheme": "partition"}, "targets": 4},
+                       "b": {"split": {"scheme": "balanced"}, "replicates": 5}}}
+    cut = stability.fewer(raw, {"p": 2, "b": 3})
+    assert (cut["studies"]["p"]["targets"], cut["studies"]["b"]["replicates"]) == (2, 3)
+    assert raw["studies"]["p"]["targets"] == 4  # the config it was given is left as it was
+    view = stability.results_view(run, cut, tmp_path / "view") / "results"
+    read = pd.read_parquet(view / "studies" / "p" / "metrics" / "loss.parquet")
+    assert read["target"].tolist() == [0, 1] and read["auc"].tolist() == [.6, .7]
+    assert (view / "studies" / "p" / "split.npz").read_bytes() == b"split"
+    assert (view / "studies" / "b").is_symlink() and (view / "datasets").is_symlink()
+    assert len(pd.read_parquet(metrics / "loss.parquet")) == 4
+    with pytest.raises(SystemExit, match="p has 4 replicates"):
+        stability.fewer(raw, {"p": 5})
+    with pytest.raises(SystemExit, match="no study 'q'"):
+        stability.fewer(raw, {"q": 1})
+    assert stability.minutes_saved({"p": 2, "b": 3}, raw, {"p": 1.5, "b": 0.5}) == 2 * 1.5 + 2 * 0.5
+
+
+def test_the_resolved_share_counts_holds_and_fails_among_testable_rows():
+    verdicts = ["holds", "fails", "inconclusive", "inconclusive", "not run", "no signal"]
+    assert stability.resolved_share(pd.DataFrame({"verdict": verdicts})) == 0.5
