@@ -349,3 +349,23 @@ def test_without_null_draws_the_chance_test_reads_the_interval():
     assert estimate.consistent_with_chance(0.5)
     assert not estimate.consistent_with_chance(0.48)
     assert (estimate - estimate).null is None  # a difference has no chance level
+
+
+def test_an_attacks_estimates_are_made_once_per_job_and_equal_those_made_afresh(tmp_path):
+    """The artifact jobs ask for an attack's estimates many times (the claims table once per
+    claim and side): they are made once, from the metrics file, and equal a fresh computation,
+    chance draws included (seeded by target and metric)."""
+    from miarepro import io
+    from miarepro.artifacts import results
+
+    table = u.metric_table(scores_frame(2), (0.1,), seed=0, n_boot=200)
+    path = results.metrics_path(str(tmp_path), "s", "a")
+    path.parent.mkdir(parents=True)
+    io.write_table(path, table)
+    first = results.attack_estimates(str(tmp_path), "s", "a")
+    assert results.attack_estimates(str(tmp_path), "s", "a") is first
+    for metric, fresh in u.estimates(io.read_table(path)).items():
+        made = first[metric]
+        assert (made.value, made.method) == (fresh.value, fresh.method)
+        np.testing.assert_array_equal(made.draws, fresh.draws)
+        np.testing.assert_array_equal(made.null, fresh.null)
