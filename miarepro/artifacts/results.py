@@ -75,10 +75,10 @@ def _metrics_table(results: str, study: str, attack: str) -> pd.DataFrame:
 
 @functools.cache
 def attack_estimates(results: str, study: str, attack: str) -> dict[str, uncertainty.Estimate]:
-    """Every metric's estimate of one attack, made once per artifact job: the claims table
-    asks for an attack's estimates once per claim and side (943 times for 228 attacks
-    in the default run), and each time drew every target's chance draws anew (the same,
-    seeded); callers must not modify it."""
+    """Every metric's estimate of one attack, made once per artifact job, as the metrics file
+    it reads is read once: the claims table asks for an attack's estimates once per claim and
+    side (943 times for 228 attacks in the default run), and making them draws every target's
+    chance draws. Callers must not modify it."""
     return uncertainty.estimates(_metrics_table(results, study, attack))
 
 
