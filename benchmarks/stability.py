@@ -48,6 +48,7 @@ from workflow import ROOT, SNAKEMAKE, job_seconds, study_seconds, timed  # bench
 
 from miarepro.artifacts import claims as claims_module
 from miarepro.config import validate
+from miarepro.paths import _partitioned as partitioned
 from miarepro.paths import independent_runs, replicates_of
 from miarepro.uncertainty import student_half_width
 from report import emit  # benchmarks/report.py
@@ -78,7 +79,7 @@ def fewer(config: dict, counts: dict[str, int]) -> dict:
         study = config["studies"].get(name)
         if study is None:
             raise SystemExit(f"--fewer {name}={count}: the config has no study {name!r}")
-        key = "targets" if study.get("split", {}).get("scheme") == "partition" else "replicates"
+        key = "targets" if partitioned(study) else "replicates"
         now = study.get(key, 1)
         if not 1 <= count <= now:
             raise SystemExit(f"--fewer {name}={count}: {name} has {now} replicates ({key}); "
@@ -100,7 +101,7 @@ def results_view(run: Path, config: dict, view: Path) -> Path:
     for folder in (source / "studies").iterdir():
         study = config["studies"].get(folder.name)
         into = results / "studies" / folder.name
-        if study is None or study.get("split", {}).get("scheme") != "partition":
+        if study is None or not partitioned(study):
             into.symlink_to(folder)
             continue
         into.mkdir()
@@ -275,9 +276,10 @@ def prediction_lines(both: pd.DataFrame, table: pd.DataFrame,
 
 
 def fewer_lines(cuts: dict[str, int], first: Path, second: Path, default: dict,
-                minutes: dict[str, float]) -> list[str]:
+                saved: float) -> list[str]:
     """The report's section on the claims with fewer replicates of the ``cuts`` studies: both
-    runs' claims rebuilt for the cut configs from views of the runs (:func:`results_view`)."""
+    runs' claims rebuilt for the cut configs from views of the runs (:func:`results_view`),
+    and the in-job minutes ``saved``."""
     tables = []
     with tempfile.TemporaryDirectory() as folder:
         for name, run, raw in (("first", first, default),
@@ -289,7 +291,6 @@ def fewer_lines(cuts: dict[str, int], first: Path, second: Path, default: dict,
             tables.append(claims_of(view, view / "config.yaml"))
     both, _ = agreement(*tables)
     same = both["verdict_first"] == both["verdict_second"]
-    saved = minutes_saved(cuts, validate(copy.deepcopy(default)), minutes)
     return ["", "With fewer replicates (" + ", ".join(f"{k}: {v}" for k, v in cuts.items())
             + "), the same two runs read anew:", "", "| measure | value |", "|---|---|",
             f"| verdicts that agree | {same.sum()} of {len(both)} ({same.mean():.0%}) |",
@@ -351,8 +352,10 @@ def main() -> None:
     first_claims = claims_of(first, default_path)
     second_claims = claims_of(second, second / "config.yaml")
     both, table = agreement(first_claims, second_claims)
-    minutes = minutes_per_replicate(first, validate(copy.deepcopy(default)))
-    cut_lines = fewer_lines(cuts, first, second, default, minutes) if cuts else []
+    validated = validate(copy.deepcopy(default))
+    minutes = minutes_per_replicate(first, validated)
+    cut_lines = (fewer_lines(cuts, first, second, default,
+                             minutes_saved(cuts, validated, minutes)) if cuts else [])
     testable = both[both["verdict_first"].isin(TESTABLE) | both["verdict_second"].isin(TESTABLE)]
     same = (both["verdict_first"] == both["verdict_second"])
     rows += [("rows compared (claim x study, not 'not run' in both)", str(len(both))),

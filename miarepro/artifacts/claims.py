@@ -509,7 +509,7 @@ def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
                                                                 estimates[1:])
                 estimates = [estimates[0], estimates[1 + index]]
                 rival = (f"; against {study_config['attacks'][names[1 + index]].get('label')}"
-                         f", the closest of {len(names) - 1} rivals (fails at a Bonferroni "
+                         f", the closest of {rivals} rivals (fails at a Bonferroni "
                          "level over them)")
             else:
                 outcome, quantity = verdict(claim, estimates[0],
