@@ -674,3 +674,18 @@ def test_matched_best_beats_every_rival_and_fails_only_at_a_bonferroni_level():
     further = _over_replicates(a - (-0.04 + 0.01 * np.sqrt(5.0) * z))  # top: -0.0050 at 97.5%
     outcome, quantity, index = cl.matched_best_verdict(matched, A, [rivals[0], further])
     assert (outcome, index) == ("fails", 1) and quantity.value == pytest.approx(-0.04)
+
+
+def test_a_claim_row_shows_our_numbers_in_the_papers_units():
+    """Subpop prints AUC in percent: our side of its row does too, beside the paper's 62.88;
+    a paper that prints AUC as a fraction (IHA) keeps ours as one."""
+    claim = next(c for c in cl.load_claims("subpop") if c.id == "SUB-C1")
+    ours, theirs = (Estimate(v, np.array([v - 0.01, v, v + 0.01]), "targets")
+                    for v in (0.49, 0.50))
+    difference = Estimate(-0.01, np.array([-0.02, -0.01, 0.0]), "targets")
+    low, high = (100 * bound for bound in ours.interval())
+    text = cl._describe(claim, [ours, theirs], difference)
+    assert text.startswith(f"49.00 [{low:.2f}, {high:.2f}] vs 50.00 [")
+    assert "; difference -1.00 [" in text
+    iha = next(c for c in cl.load_claims("iha") if c.metric == "auc")
+    assert cl._describe(iha, [ours], ours) == f"0.490 [{low / 100:.3f}, {high / 100:.3f}]"

@@ -672,8 +672,8 @@ def _not_run_anywhere(claim: Claim) -> dict[str, Any]:
 
 def _describe(claim: Claim, estimates: list[Estimate], quantity: Estimate) -> str:
     """``7.06 [5.1, 9.0] vs 2.16 [1.4, 3.0]; difference 4.90 [2.9, 6.8]`` in paper units."""
-    shown = [res.format_estimate(res.estimate_columns(claim.metric, e), claim.metric)
-             for e in estimates]
+    shown = [res.format_estimate(res.estimate_columns(claim.metric, e), claim.metric,
+                                 claim.paper) for e in estimates]
     text = " vs ".join(shown)
     if len(estimates) > 1 and quantity.resolvable:
         if claim.kind.startswith("ratio"):
@@ -681,7 +681,8 @@ def _describe(claim: Claim, estimates: list[Estimate], quantity: Estimate) -> st
             text += f"; ratio {quantity.value:.2f} [{low:.2f}, {high:.2f}]"
         else:
             text += "; difference " + res.format_estimate(
-                res.estimate_columns(claim.metric, quantity, clip=False), claim.metric)
+                res.estimate_columns(claim.metric, quantity, clip=False), claim.metric,
+                claim.paper)
     return text
 
 
