@@ -128,6 +128,19 @@ def test_iha_terms_match_explicit_inverse(tiny, terms):
     np.testing.assert_allclose(_iha(tiny, terms=terms, eps=0.2), expected, rtol=1e-5, atol=1e-12)
 
 
+def test_a_recipe_that_leaves_momentum_unset_is_read_as_training_filled_it(tiny):
+    """Eq. 8's momentum is the one the target trained with: a recipe without the key trained
+    at training's default (0.9), so IHA must read that, not 0."""
+    from miarepro.training import DEFAULT_RECIPE
+
+    assert RECIPE["momentum"] == DEFAULT_RECIPE["momentum"]
+    study = tiny.study
+    unset = {k: v for k, v in study._recipe.items() if k != "momentum"}
+    quiet = dataclasses.replace(tiny, study=_Study(study.X, study.y, study.train, study.model,
+                                                   unset))
+    np.testing.assert_array_equal(_iha(quiet, eps=0.2), _iha(tiny, eps=0.2))
+
+
 def test_without_leave_one_out_knowledge_grad_l0_is_grad_l1_for_every_record(tiny):
     """``leave_one_out=False``: Eq. 8 with ``v0 = H^-1 grad L1`` for members too. From the
     explicit terms: a member's ``v0`` gains back ``v1 / n``, so I2 gains ``2 c1 |v1|^2 / n``
@@ -200,6 +213,21 @@ def _hessian(ctx):
     flat = hessian.FlatLoss(ctx.study.load_model("target", 0))
     train = ctx.study.train
     return hessian.hessian(flat, ctx.study.X[train], ctx.study.y[train]).cpu().numpy()
+
+
+def test_conjugate_gradients_that_stop_short_say_so(tiny, caplog):
+    """A solve cut off before its tolerance gives scores that are not Eq. 8's: a warning says
+    so and what to raise; one that converges logs its residual quietly."""
+    cg = _with_fit(tiny, solver="cg")
+    with caplog.at_level("INFO", logger="miarepro.attacks.iha"):
+        _iha(cg, eps=1.0, cg_iterations=1, cg_tolerance=1e-6)
+        get_attack("sif").fn(cg, eps=1.0, cg_iterations=1, cg_tolerance=1e-6)
+    short = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(short) == 2 and all("raise eps or cg_iterations" in r.getMessage() for r in short)
+    caplog.clear()
+    with caplog.at_level("INFO", logger="miarepro.attacks.iha"):
+        _iha(cg, eps=1.0, cg_iterations=500, cg_tolerance=1e-4)
+    assert [r.levelname for r in caplog.records] == ["INFO"]
 
 
 def test_chunked_hessian_equals_torch_func_hessian():

@@ -192,6 +192,20 @@ class _Solver:
         self.worst_residual = max(self.worst_residual, report.max_relative_residual)
         return solution.cpu().numpy()
 
+    def report(self) -> None:
+        """Log how far conjugate gradients got; warn where a solve stopped short of its
+        tolerance (out of iterations, or on negative curvature where ``eps`` does not lift
+        the Hessian's most negative eigenvalue), since its scores are then not Eq. 8's."""
+        if self.exact:
+            return
+        if self.worst_residual > self.tolerance:
+            log.warning("CG stopped short: worst relative residual %.2e > tolerance %.0e "
+                        "(eps %g, at most %d iterations); the damped Hessian may not be "
+                        "positive definite: raise eps or cg_iterations",
+                        self.worst_residual, self.tolerance, self.eps, self.iterations)
+        else:
+            log.info("CG: worst relative residual %.2e", self.worst_residual)
+
     def _stored_rows(self, records: np.ndarray) -> np.ndarray | None:
         """Rows of ``records`` in the fit's projected audit, or None unless it holds all."""
         stored = self.ctx.fit.get("audit") if self.exact else None
@@ -240,9 +254,12 @@ def iha(ctx: AttackContext, terms: list[Term] = ALL_TERMS, eps: Positive = 0.2,
         raise ValueError("iha: terms must name at least one of " + ", ".join(ALL_TERMS))
     if ctx.study is None:
         raise ValueError("IHA and SIF are white-box attacks: they need the study's models")
-    recipe = ctx.study.recipe()
-    lr, mu, alpha = (float(recipe["lr"]), float(recipe.get("momentum", 0.0)),
-                     float(recipe.get("weight_decay", 0.0)))
+    from miarepro.training import DEFAULT_RECIPE
+
+    # the step, momentum and weight decay the target trained with: unset keys as training
+    # fills them (its momentum is 0.9, not 0)
+    recipe = {**DEFAULT_RECIPE, **ctx.study.recipe()}
+    lr, mu, alpha = (float(recipe[key]) for key in ("lr", "momentum", "weight_decay"))
     train = ctx.study.training_indices("target", ctx.target_index)
     n = len(train)
     solver = _Solver(ctx, eps, conditioning, cg_iterations, cg_tolerance)
@@ -264,8 +281,7 @@ def iha(ctx: AttackContext, terms: list[Term] = ALL_TERMS, eps: Positive = 0.2,
             parts["I4"] = alpha * c2 * (v0 * v11).sum(1)
         scores[rows] = sum(parts[t] if t == "loss" else -parts[t] / lr  # fixed order: same sums
                            for t in ALL_TERMS if t in terms)
-    if not solver.exact:
-        log.info("CG: worst relative residual %.2e", solver.worst_residual)
+    solver.report()
     return scores
 
 
@@ -297,4 +313,5 @@ def sif(ctx: AttackContext, eps: Positive = 0.2, cg_iterations: Annotated[int, R
     scores = np.empty(len(ctx.audit))
     for rows, coordinates, _losses in solver.gradients(ctx.audit):
         scores[rows] = -(coordinates * solver.solve(coordinates)).sum(1)
+    solver.report()
     return scores
