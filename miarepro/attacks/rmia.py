@@ -67,7 +67,9 @@ def rmia(ctx: AttackContext, mode: Literal["online", "offline"] = "offline",
     """RMIA (Zarifzadeh et al. 2024): fraction of population samples ``x`` dominates by ``gamma``.
 
     The defaults ``gamma = 1`` and ``a = 0.3`` are the engineer's choice recorded in
-    REPRODUCTION-MATRIX A7 (BMIA does not state them). ``mode="online"`` averages
+    REPRODUCTION-MATRIX A7 (BMIA does not state them). Against a fixed population the score
+    is increasing in the record's own ratio for any ``gamma``, so ``gamma`` moves decisions at a
+    fixed score threshold but no ROC metric; ``a`` does. ``mode="online"`` averages
     ``p(x | theta_ref)`` over all reference models and needs IN models for the audited samples.
     """
     if len(ctx.population) == 0:
