@@ -35,7 +35,7 @@ CASES = {  # dataset spec, architecture, recipe, attacked layers
     "synthetic-100": ({"source": "sm_synthetic", "n_samples": 400}, {"arch": "mlp", "widths": []},
                       {**SGD, "epochs": 100}, "last"),
     "bcw": ({"source": "breast_cancer"}, {"arch": "mlp", "widths": [60]},
-            {**SGD, "epochs": 100}, "last"),
+            {**SGD, "epochs": 100}, "all"),
     "digits": ({"source": "digits"}, {"arch": "mlp", "widths": [64, 32]}, {**SGD, "epochs": 30},
                "all"),
     "lenet": ({"source": "digits", "layout": "mnist"},

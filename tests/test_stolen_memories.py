@@ -162,6 +162,26 @@ def test_the_fit_is_deterministic(overfit):
         assert np.array_equal(again[key], context.fit[key])
 
 
+def test_general_wb_attacks_every_layer_of_an_mlp_and_bayes_wb_its_top_one(overfit):
+    """§5: general-wb learns a displacement for each layer of every target and its meta model
+    combines them (Figure 6 sweeps that model's width on an MLP); bayes-wb on an MLP is
+    Algorithm 1 on the final layer. A fit with its defaults on a one-hidden-layer MLP does both."""
+    context = overfit[0]
+    study = context.study
+    mlp = {"arch": "mlp", "widths": [16]}
+    trained = train_model(study.dataset.X, study.dataset.y, study.split["target_train"], mlp,
+                          RECIPE, study.dataset.n_classes, seed=0)
+    hidden = Study(study.dataset, study.split, mlp, trained.model)
+    arrays, info = get_attack("general_wb").fit(hidden, 0, proxies=2, shadows=2, epochs=4,
+                                                displacement_widths=[0], meta_widths=[4])
+    assert len(info["layers"]) == 2 and arrays["bayes_wb"].shape[0] == 2
+    assert {key.split(".")[2] for key in arrays if key.startswith(
+        "general_wb_model.displacements.")} == {"0", "1"}
+    assert arrays["general_wb_model.meta.0.weight"].shape == (4, 2)  # both layers' logits
+    ctx = dataclasses.replace(context, fit=arrays)
+    assert np.array_equal(get_attack("bayes_wb").fn(ctx), arrays["bayes_wb"][-1][ctx.audit])
+
+
 def test_omniscient_needs_generated_gaussian_data(overfit):
     context, _, _ = overfit
 

@@ -93,7 +93,7 @@ def omniscient(ctx: AttackContext) -> np.ndarray:
 
 
 def fit_stolen_memories(
-    study: StudyHandle, group: int, layers: Literal["last", "all"] = "last",
+    study: StudyHandle, group: int, layers: Literal["last", "all"] = "all",
     proxies: Annotated[int, Range(1)] = 10, shadows: Annotated[int, Range(1)] = 10,
     steps: Annotated[int, Range(1)] = 32, displacement_widths: list[Width] = (0, 4, 16),
     meta_widths: list[Width] = (0, 16), epochs: Annotated[int, Range(1)] = 32,
@@ -102,8 +102,12 @@ def fit_stolen_memories(
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Every attack-side model of bayes-wb and general-wb against target ``group``.
 
-    ``layers``: the top layer only (Algorithm 1, the paper's MLP targets) or every ``Linear`` /
-    ``Conv2d`` layer (its LeNet targets). ``proxies`` are averaged per layer; ``shadows`` shadow
+    ``layers``: every ``Linear`` / ``Conv2d`` layer, as the paper's general-wb attacks every
+    target ("a displacement function, D_l, for each layer, l, of the network, [combined] with
+    a meta attack model", §5; its Figure 6 sweeps that meta model's width on an MLP), while
+    bayes-wb reads the top layer (Algorithm 1, the paper's MLP targets) unless told another or
+    its meta model (the LeNet targets); ``"last"`` fits the top layer alone, for less work.
+    ``proxies`` are averaged per layer; ``shadows`` shadow
     models train the meta models and as many more validate the ``(n_D, n_M)`` sweep over
     ``displacement_widths`` x ``meta_widths``; ``steps`` Riemann steps integrate the influence.
     ``shadow_records`` caps the hold-out records the shadow experiment splits into halves (all
