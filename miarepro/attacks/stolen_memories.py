@@ -107,12 +107,13 @@ def fit_stolen_memories(
     a meta attack model", §5; its Figure 6 sweeps that meta model's width on an MLP), while
     bayes-wb reads the top layer (Algorithm 1, the paper's MLP targets) unless told another or
     its meta model (the LeNet targets); ``"last"`` fits the top layer alone, for less work.
-    ``proxies`` are averaged per layer; ``shadows`` shadow
-    models train the meta models and as many more validate the ``(n_D, n_M)`` sweep over
-    ``displacement_widths`` x ``meta_widths``; ``steps`` Riemann steps integrate the influence.
+    ``proxies`` are averaged per layer; ``shadows`` shadow models train the meta models and as
+    many more validate the ``(n_D, n_M)`` sweep over ``displacement_widths`` x
+    ``meta_widths``; ``steps`` Riemann steps integrate the influence.
     ``shadow_records`` caps the hold-out records the shadow experiment splits into halves (all
-    by default): each shadow model holds their influence pairs at every layer, which for a
-    LeNet on 35,000 MNIST records would be tens of GB.
+    by default, so that a shadow trains on as many records as the target; capped, on half the
+    cap): each shadow model holds their influence pairs at every layer, which for a LeNet on
+    35,000 MNIST records would be tens of GB.
     """
     import torch
 
