@@ -12,8 +12,11 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     [workflow.basedir, *filter(None, [os.environ.get("PYTHONPATH")])])
 
 from miarepro import config as miarepro_config  # noqa: E402
+from miarepro import replanning  # noqa: E402
 from miarepro import schema as miarepro_schema  # noqa: E402
 from miarepro import warm  # noqa: E402
+
+replanning.install()  # one pending re-planning timer, not one more per pass
 
 
 if "studies" not in config and "include" not in config:  # a --configfile replaces the default
