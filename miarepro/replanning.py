@@ -5,16 +5,17 @@ that finds jobs ready arms a timer that wakes the scheduler for another pass onc
 timespan is over, so that jobs the rate limit held back still start. Every pass arms one,
 including the passes those timers wake, so each finished job starts a chain of passes that
 lasts as long as jobs are waiting: a run that has finished N jobs with jobs still waiting
-re-plans N times per timespan (Snakemake 9.27; upstream issues 2354 and 3804 report its
-scheduler's CPU growing over long runs). Each pass stats every input file of the jobs it
-weighs. In the default run that was about 1,100 CPU-seconds of Snakemake's own process, a
-tenth of the run's CPU on two cores, and it grows with the run's length.
+re-plans N times per timespan (Snakemake 9.27). Each pass stats every input file of the jobs
+it weighs, so the scheduler's CPU grows with the square of the run's length: its process took
+1,098 of the cold default run's 10,230 CPU-seconds on two cores.
 
 :func:`install` makes a pass arm a timer only where none is pending: the pending one already
 wakes the scheduler within a timespan, which is all the rate limit needs; jobs that finish
 wake it too, as before. The timer is a daemon thread, so a pending one no longer keeps
 Snakemake waiting up to a timespan before it exits. Which jobs run, and their files, do not
-change (measured on a synthetic workflow of 400 jobs: 406 passes against 1,527).
+change. Measured: on a synthetic workflow of 400 jobs, 406 passes against 1,527; the cold
+default run's scheduler took 67 CPU-seconds against 1,098, every score and fit file byte for
+byte the same.
 """
 
 from __future__ import annotations
