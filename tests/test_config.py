@@ -8,13 +8,16 @@ import yaml
 
 from miarepro import config as cfg
 from miarepro import paths, schema
+from miarepro.io import read_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+#: parsed once (libyaml's parser where PyYAML has it); each test edits its own deep copy
+DEFAULT = read_yaml((ROOT / "config" / "config.yaml").read_text())
 
 
 @pytest.fixture
 def default():
-    return yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    return copy.deepcopy(DEFAULT)
 
 
 def test_default_config_is_valid_and_gets_defaults(default):
@@ -262,7 +265,7 @@ def test_bad_configs_fail_naming_the_key_and_the_fix(default, edit, words):
 
 
 def test_a_study_with_models_from_audits_the_same_models():
-    validated = cfg.validate(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))
+    validated = cfg.validate(copy.deepcopy(DEFAULT))
     source, derived = validated["studies"]["bmia-mnist"], validated["studies"]["bmia-mnist-ood"]
     for key in cfg.INHERITED:
         assert derived[key] == source[key], key
