@@ -208,6 +208,27 @@ def test_attacks_are_found_by_paper_name_and_setting():
     assert cl.find_attack(study, {"attack": "lira_offline", "setting": "n=8"}) is None
 
 
+def test_a_claim_compares_its_attacks_on_the_records_both_score():
+    """IHA-C24 sets IHA against the L-attack, which scores only its 40 leave-one-out records:
+    IHA is read on those 40 (its instance with ``records: 40``), not on the whole audit; and a
+    claim between two whole-audit attacks reads their whole-audit instances."""
+    study = {"split": {"scheme": "balanced"}, "attacks": {
+        "iha": {"attack": "iha", "paper_attack": "iha"},
+        "iha-40": {"attack": "iha", "records": 40, "paper_attack": "iha"},
+        "loss": {"attack": "marginal", "paper_attack": "loss"},
+        "l-attack": {"attack": "l_attack", "loo_records": 40, "paper_attack": "l_attack"},
+        "lira-l": {"attack": "lira_l", "loo_records": 40, "paper_attack": "lira_l"}}}
+    config = {"studies": {"s": {**study, "paper": "iha", "paper_dataset": "purchase100_s"}},
+              "artifacts": {}}
+    specs = {"l": {"attack": "l_attack"}, "iha": {"attack": "iha"}, "loss": {"attack": "loss"},
+             "lira_l": {"attack": "lira_l"}}
+    claim = lambda a, b: cl.Claim("X", "iha", "IHA-X1", "", "auc", "greater", specs[a],  # noqa: E731
+                                  specs[b], None, ("purchase100_s",))
+    assert cl._sides(claim("iha", "l"), "s", config)[2] == ["iha-40", "l-attack"]
+    assert cl._sides(claim("l", "lira_l"), "s", config)[2] == ["l-attack", "lira-l"]
+    assert cl._sides(claim("iha", "loss"), "s", config)[2] == ["iha", "loss"]
+
+
 def test_a_bound_and_a_side_measured_by_another_metric_are_evaluated(monkeypatch):
     """SM-C14 bounds one attack (no ``b``); SM-C13 compares one attack's calibrated precision
     with its own uncalibrated one (a side's ``metric``)."""

@@ -341,19 +341,27 @@ def find_attack(study_config: dict[str, Any], spec: dict[str, str],
     matches = [name for name, attack in study_config["attacks"].items()
                if attack.get("paper_attack") == spec["attack"]
                and (attack.get("paper_setting") or default) == spec.get("setting", "")]
-    same = [name for name in matches if study_config["attacks"][name].get("records") == records]
+    same = [name for name in matches
+            if _scored_records(study_config["attacks"][name]) == records]
     return (same or matches or [None])[0]
+
+
+def _scored_records(attack: dict[str, Any]) -> int | None:
+    """How many records an instance scores: its ``records``, or a leave-one-out attack's
+    ``loo_records`` (the records that get leave-one-out models); None for the whole audit."""
+    return attack.get("records") or attack.get("loo_records")
 
 
 def _shared_records(study_config: dict[str, Any], specs: list[dict[str, str]],
                     default: str) -> int | None:
     """The record count a claim's attacks are compared on: that of the first side whose
-    instance scores a subset (IHA's CG on 200 records), so the other side is taken on the
-    same records where the study has it; None (the whole audit) otherwise."""
+    instance scores a subset (IHA's CG on 200 records, the L-attack on its 40 leave-one-out
+    records), so the other side is taken on the same records where the study has it; None
+    (the whole audit) otherwise."""
     for spec in specs:
         name = find_attack(study_config, spec, default=default)
-        if name is not None and study_config["attacks"][name].get("records"):
-            return study_config["attacks"][name]["records"]
+        if name is not None and _scored_records(study_config["attacks"][name]):
+            return _scored_records(study_config["attacks"][name])
     return None
 
 
