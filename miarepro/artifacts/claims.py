@@ -360,8 +360,8 @@ def _shared_records(study_config: dict[str, Any], specs: list[dict[str, str]],
     (the whole audit) otherwise."""
     for spec in specs:
         name = find_attack(study_config, spec, default=default)
-        if name is not None and _scored_records(study_config["attacks"][name]):
-            return _scored_records(study_config["attacks"][name])
+        if name is not None and (records := _scored_records(study_config["attacks"][name])):
+            return records
     return None
 
 
