@@ -39,8 +39,8 @@ def _common(seed: int, threads: int) -> dict[str, Any]:
 def _tree_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """CatBoost keywords of a recipe; subsampling needs Bernoulli bagging to apply."""
     params = {key: settings[key] for key in ("iterations", "depth", "learning_rate",
-                                             "l2_leaf_reg") if key in settings}
-    for key in ("iterations", "depth"):  # a search may hand back floats
+                                             "l2_leaf_reg", "border_count") if key in settings}
+    for key in ("iterations", "depth", "border_count"):  # a search may hand back floats
         if key in params:
             params[key] = int(params[key])
     if "subsample" in settings:

@@ -198,12 +198,16 @@ def catboost(input_shape: tuple[int, ...], n_classes: int,
              depth: Annotated[int, Range(1, 16)] = 6,
              learning_rate: Annotated[float, Range(0, low_open=True)] = 0.1,
              l2_leaf_reg: Annotated[float, Range(0)] = 3.0,
+             border_count: Annotated[int, Range(1, 65535)] = 254,
              trials: Annotated[int, Range(0)] = 0,
              folds: Annotated[int, Range(2)] = 5,
              space: Annotated[dict | None, SearchSpace()] = None) -> nn.Module:
     """Gradient-boosted trees (QMIA's tabular targets), trained by :mod:`miarepro.boosting`:
-    not a torch module, so white-box attacks cannot use it. ``trials > 0``: tune by optuna with
-    ``folds``-fold cross-validation on the model's own training set (over ``space``)."""
+    not a torch module, so white-box attacks cannot use it. ``border_count``: the bins each
+    feature is quantised into (CatBoost's default on a CPU); a tree's split search costs in
+    proportion, which on a few thousand records is most of the training. ``trials > 0``: tune
+    by optuna with ``folds``-fold cross-validation on the model's own training set (over
+    ``space``)."""
     raise ValueError("catboost models are trained by miarepro.boosting, not built as torch "
                      "modules; white-box attacks need a torch architecture")
 

@@ -346,3 +346,28 @@ def test_catboost_targets_round_trip_and_are_deterministic(tmp_path):
     # members are fitted better than non-members: the leakage every attack measures
     hinge = signals.hinge(logits[0], y)
     assert hinge[:200].mean() > hinge[200:].mean()
+
+
+def test_catboost_border_count_bounds_how_finely_a_feature_is_split():
+    """``border_count`` reaches both CatBoost models: on one feature quantised into 4 borders,
+    the target's logits and the regressor's outputs take at most 5 values (one per bin); at
+    CatBoost's default (254, the value the settings state) many more."""
+    from miarepro import boosting
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 1)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * rng.normal(size=400) > 0).astype(np.int64)
+    scores = np.sin(2 * X[:, 0]) + 0.3 * rng.standard_normal(400)
+    taus = quantile.levels(5)
+
+    def distinct(border_count: dict) -> tuple[int, int]:
+        spec = {"arch": "catboost", "iterations": 30, "depth": 3, **border_count}
+        model, info = boosting.train_target(X, y, 2, spec, seed=0, threads=1)
+        assert info["settings"]["border_count"] == border_count.get("border_count", 254)
+        arrays = quantile.fit(X, scores, {"arch": "catboost"}, "gaussian", taus,
+                              {"iterations": 30, **border_count}, seed=0)[0](X)
+        return (len(np.unique(boosting.logits(model, X)[0], axis=0)),
+                len(np.unique(arrays["mu"])))
+
+    coarse, fine = distinct({"border_count": 4}), distinct({})
+    assert max(coarse) <= 5 and min(fine) > 20, (coarse, fine)
