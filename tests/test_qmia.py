@@ -360,12 +360,12 @@ def test_catboost_border_count_bounds_how_finely_a_feature_is_split():
     scores = np.sin(2 * X[:, 0]) + 0.3 * rng.standard_normal(400)
     taus = quantile.levels(5)
 
-    def distinct(border_count: dict) -> tuple[int, int]:
-        spec = {"arch": "catboost", "iterations": 30, "depth": 3, **border_count}
+    def distinct(settings: dict) -> tuple[int, int]:
+        spec = {"arch": "catboost", "iterations": 30, "depth": 3, **settings}
         model, info = boosting.train_target(X, y, 2, spec, seed=0, threads=1)
-        assert info["settings"]["border_count"] == border_count.get("border_count", 254)
+        assert info["settings"]["border_count"] == settings.get("border_count", 254)
         arrays = quantile.fit(X, scores, {"arch": "catboost"}, "gaussian", taus,
-                              {"iterations": 30, **border_count}, seed=0)[0](X)
+                              {"iterations": 30, **settings}, seed=0)[0](X)
         return (len(np.unique(boosting.logits(model, X)[0], axis=0)),
                 len(np.unique(arrays["mu"])))
 
