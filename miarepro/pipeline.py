@@ -301,14 +301,15 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
           reference_signals: list[str], loo_signals: list[str], output: str,
           study: StudyFiles | None = None, fit_paths: list[str] = (),
           nonmembers: str = "test", fprs: list[float] = (),
-          calibration: list[float] = (), alphas: list[float] = ()) -> list[float]:
+          calibration: list[float] = (), alphas: list[float] = ()) -> list[dict[str, float]]:
     """Run one attack instance on every target of a study and write its scores table.
 
     ``reference_signals`` are the files ``.../reference/<index>.npy`` of every reference model
     any target uses (see :func:`miarepro.splits.reference_indices`). Leave-one-out attacks
     score target 0 only: the leave-one-out models are trained from its training set. Returns
-    the seconds the attack itself took on each target (inference time, without reading its
-    fit or loading the study's models, torch's import included: :func:`io.reading`). An
+    each target's costs: ``score_seconds``, what the attack itself took (inference time,
+    without reading its fit or loading the study's models, torch's import included:
+    :func:`io.reading`), and :func:`training_costs` of the models and fit it read. An
     attack entry's ``records`` restricts each target's audit to that many records, half
     members (:func:`miarepro.splits.balanced_records`).
     ``nonmembers="ood"`` audits each target's members against the dataset's out-of-distribution
@@ -334,7 +335,7 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
     if spec.needs_loo:
         target_signals = target_signals[:1]
         loo_records, loo_logits = _loo_inputs(split, attack, loo_signals)
-    frames, seconds = [], []
+    frames, costs = [], []
     for target, path in enumerate(target_signals):
         context = attack_context(attack, labels, split, target, io.read_array(path), by_index,
                                  fit_paths[target] if fit_paths else None, nonmembers, study)
@@ -352,7 +353,10 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
         # the fit's arrays and the study's models are read on use, which is not timed
         reading = getattr(context.fit, "read_seconds", 0.0) + getattr(
             files, "read_seconds", 0.0) - loaded
-        seconds.append(time.perf_counter() - start - reading)
+        seconds = time.perf_counter() - start - reading
+        models = [by_index[i] for i in _reference_indices(split, attack, target)]
+        costs.append({"score_seconds": seconds, **training_costs(
+            models + list(loo_signals), fit_paths[target] if fit_paths else None)})
         if values.shape != (len(audit) + len(held_out),):
             raise RuntimeError(f"attack {spec.name!r} returned shape {values.shape}, "
                                f"expected {(len(audit) + len(held_out),)}")
@@ -367,7 +371,26 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
                 calibration))
         frames.append(frame)
     io.write_table(output, pd.concat(frames, ignore_index=True))
-    return seconds
+    return costs
+
+
+def training_costs(model_signals: list[str], fit_path: str | None) -> dict[str, float]:
+    """``model_seconds``, the training of the attack-side models whose signal files a target's
+    attack read, and ``fit_seconds``, its fit's: from the cards their jobs wrote beside those
+    files (``.json`` beside ``.npy`` and ``.npz``, outputs of the same job, so complete when the
+    inputs are). The artifacts' compute columns read them here, from the metrics, rather than
+    every artifact declaring every card: thousands of inputs that slowed each dry run."""
+    def card(path: str) -> dict[str, Any]:
+        return io.read_json(str(Path(path).with_suffix(".json")))
+
+    return {"model_seconds": sum(card(path)["train_seconds"] for path in model_signals),
+            "fit_seconds": card(fit_path)["fit_seconds"] if fit_path else 0.0}
+
+
+def _reference_indices(split: dict[str, np.ndarray], attack: dict[str, Any],
+                       target: int) -> list[int]:
+    """The reference models target ``target``'s attack reads."""
+    return splits.reference_indices(str(split["scheme"]), target, attack.get("n_reference", 0))
 
 
 def calibration_records(context: AttackContext) -> np.ndarray:
@@ -427,7 +450,7 @@ def attack_context(attack: dict[str, Any], labels: np.ndarray, split: dict[str, 
     from miarepro.attacks import AttackContext
 
     part = splits.repetition(split, target)
-    indices = splits.reference_indices(str(split["scheme"]), target, attack.get("n_reference", 0))
+    indices = _reference_indices(split, attack, target)
     return AttackContext(
         labels=labels, audit=splits.audit(part, nonmembers), population=part["population"],
         validation=part["validation"], target_logits=target_logits,
@@ -442,7 +465,7 @@ def attack_context(attack: dict[str, Any], labels: np.ndarray, split: dict[str, 
 
 
 def measure(scores_path: str, settings: dict[str, Any], split_path: str, output: str,
-            seconds: list[float] | None = None) -> None:
+            costs: list[dict[str, float]] | None = None) -> None:
     """Every metric of one attack, with what its interval needs (:mod:`miarepro.uncertainty`).
 
     Bootstrap replicates are seeded by the study's split seed, so all attacks of a study are
@@ -454,7 +477,7 @@ def measure(scores_path: str, settings: dict[str, Any], split_path: str, output:
 
     split = io.read_arrays(split_path, ["seed", "scheme"])
     table = uncertainty.metric_table(io.read_table(scores_path), settings["fprs"],
-                                     int(split["seed"]), settings["bootstrap"], seconds,
+                                     int(split["seed"]), settings["bootstrap"], costs,
                                      repetitions=str(split["scheme"]) == "partition")
     # the job's peak memory, by itself: Snakemake's benchmark file measures the job's process,
     # which is not the one scoring when a warm worker runs the job (miarepro.warm)

@@ -465,11 +465,11 @@ def over_replicates(estimates: Sequence[Estimate]) -> Estimate:
 
 
 #: what a score job measures of itself beside the metrics (:func:`miarepro.pipeline.measure`)
-COST_COLUMNS = ("score_seconds", "peak_memory_mb")
+COST_COLUMNS = ("score_seconds", "model_seconds", "fit_seconds", "peak_memory_mb")
 
 
 def metric_table(scores: pd.DataFrame, fprs: Iterable[float], seed: int,
-                 n_boot: int = N_BOOTSTRAP, seconds: list[float] | None = None,
+                 n_boot: int = N_BOOTSTRAP, costs: list[dict[str, float]] | None = None,
                  repetitions: bool = True) -> pd.DataFrame:
     """Every metric of one attack's scores: a point row per target, plus bootstrap replicates.
 
@@ -478,7 +478,8 @@ def metric_table(scores: pd.DataFrame, fprs: Iterable[float], seed: int,
     ``0 .. n_boot - 1`` exist unless the targets are ``repetitions`` (independent draws of the
     whole experiment: a partition split), at least :data:`MIN_TARGETS` of them.
     Samples are taken in index order, so every attack of a study is resampled alike.
-    ``seconds``, the attack's scoring time per target, is kept as ``score_seconds``.
+    ``costs``, per target the attack's seconds (:func:`miarepro.pipeline.score`), are kept as
+    its columns.
     """
     fprs = tuple(fprs)
     targets = sorted(scores["target"].unique())
@@ -491,7 +492,7 @@ def metric_table(scores: pd.DataFrame, fprs: Iterable[float], seed: int,
         values = {name: group[name].to_numpy(float) for name in extra}
         decisions = {name: group[name].to_numpy(bool) for name in calls}
         counts = {"n_members": int(member.sum()), "n_nonmembers": int((~member).sum())}
-        timing = {"score_seconds": seconds[int(target)]} if seconds else {}
+        timing = costs[int(target)] if costs else {}
         rows.append(pd.DataFrame([{"target": target, "replicate": -1, **counts, **timing,
                                    **point_metrics(member, score, fprs, values, decisions)}]))
         if not repetitions or len(targets) < MIN_TARGETS:
@@ -499,7 +500,7 @@ def metric_table(scores: pd.DataFrame, fprs: Iterable[float], seed: int,
                                                    n_boot, values, decisions))
             rows.append(draws.assign(target=target, replicate=np.arange(n_boot), **counts))
     table = pd.concat(rows, ignore_index=True)
-    timing = ["score_seconds"] if seconds else []
+    timing = list(costs[0]) if costs else []
     decided = [f"{metric}{name.removeprefix('decision')}" for name in calls
                for metric in DECISION_METRICS]
     return table[["target", "replicate", "n_members", "n_nonmembers", *timing,

@@ -10,7 +10,7 @@ study = None
 if sm.params.whitebox:
     study = pipeline.StudyFiles(sm.input.dataset, sm.input.split, sm.params.whitebox["models"],
                                 sm.params.whitebox["model"], sm.params.whitebox["training"])
-seconds = pipeline.score(
+costs = pipeline.score(
     sm.params.attack, sm.input.dataset, sm.input.split, list(sm.input.targets),
     list(sm.input.references), list(sm.input.loo), sm.output.scores, study=study,
     fit_paths=list(sm.input.fits), nonmembers=sm.params.nonmembers,
@@ -18,4 +18,4 @@ seconds = pipeline.score(
     alphas=sm.params.metrics["alphas"],
 )
 pipeline.measure(sm.output.scores, sm.params.metrics, sm.input.split, sm.output.metrics,
-                 seconds)
+                 costs)

@@ -489,8 +489,9 @@ def test_a_cost_over_repetitions_is_timed_in_each(monkeypatch):
 def test_a_cost_is_spread_by_the_runs_timing_noise(tmp_path, monkeypatch, metric):
     """A cost is the attack's measured minutes (BMIA Table 1's compute, Subpop Table 3's
     training and IHA's thousand-record audit at the paper's counts); its interval is the
-    spread of the log of the study's reference models' training seconds (here 0.100), a
-    factor of exp(1.96 x 0.100) either way."""
+    spread of the log of the training seconds of the reference models its claims read (here
+    Watson et al.'s three shadow models, SUB-C6's: 0.100), a factor of exp(1.96 x 0.100)
+    either way."""
     from miarepro.artifacts import builders, iha_tables, subpop_artifacts
 
     models = tmp_path / "results/studies/s/models/reference"
@@ -501,7 +502,13 @@ def test_a_cost_is_spread_by_the_runs_timing_noise(tmp_path, monkeypatch, metric
     monkeypatch.setattr(builders, "compute_seconds", lambda *_: 120.0)
     monkeypatch.setattr(subpop_artifacts, "minutes_at_paper_counts", lambda *_: 2.0)
     monkeypatch.setattr(iha_tables, "audit_minutes", lambda *_: 2.0)
-    config = {"studies": {"s": {"attacks": {}}}}
+    (models / "3.json").write_text('{"train_seconds": 100.0}')  # no claim reads it
+    config = {"artifacts": {}, "studies": {"s": {
+        "paper": "subpop", "paper_dataset": "mnist", "targets": 1,
+        "split": {"scheme": "balanced"},
+        "attacks": {"lira": {"attack": "watson", "n_reference": 3, "paper_attack": "watson"}}}}}
+    assert cl._timing_cards("results", "s", config) == [
+        f"results/studies/s/models/reference/{index}.json" for index in range(3)]
     cost = cl._measure("s", "lira", metric, config)
     assert cost.value == 2.0
     low, high = cost.interval()

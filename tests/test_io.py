@@ -133,3 +133,41 @@ def test_a_fit_is_read_array_by_array_as_an_attack_uses_it(tmp_path):
     assert sorted(fit) == ["large", "small"] and "large" in fit and len(fit) == 2
     assert fit.get("absent") is None and fit.read_seconds > 0
     np.testing.assert_array_equal(fit["large"], io.read_arrays(path)["large"])
+
+
+def test_a_score_job_records_the_seconds_of_the_models_and_fit_each_target_read(tmp_path):
+    """Artifacts' compute columns come from the metrics: per target, the training seconds on
+    the cards beside the reference signals its attack read (repetition 1's own reference,
+    1000) and its fit card's seconds; never another target's."""
+    from miarepro import pipeline
+    from miarepro.splits import STRIDE
+
+    rng = np.random.default_rng(0)
+    n = 40
+    dataset = tmp_path / "data.npz"
+    io.write_arrays(dataset, X=np.zeros((n, 2), np.float32), y=rng.integers(0, 3, n))
+    io.write_json(tmp_path / "data.json", {"n_classes": 3, "meta": {}})
+    split = str(tmp_path / "split.npz")
+    pipeline.make_split(str(dataset), {"scheme": "partition", "seed": 0, "fractions": {
+        "target_train": 0.25, "target_test": 0.25, "reference_pool": 0.5}}, split)
+    models = tmp_path / "models"
+    for role, index, seconds in (("target", 0, 1.0), ("target", 1, 1.0),
+                                 ("reference", 0, 3.0), ("reference", STRIDE, 5.0)):
+        io.write_array(models / role / f"{index}.npy",
+                       rng.normal(size=(1, n, 3)).astype(np.float32))
+        io.write_json(models / role / f"{index}.json", {"train_seconds": seconds})
+    fits = [str(tmp_path / f"fit/{target}.npz") for target in (0, 1)]
+    for target, path in enumerate(fits):
+        io.write_arrays(path, unused=np.zeros(1))
+        io.write_json(path.replace(".npz", ".json"), {"fit_seconds": 10.0 * (target + 1)})
+    costs = pipeline.score(
+        {"attack": "lira", "mode": "offline", "n_reference": 1}, str(dataset), split,
+        [str(models / "target" / f"{t}.npy") for t in (0, 1)],
+        [str(models / "reference" / f"{i}.npy") for i in (0, STRIDE)], [],
+        str(tmp_path / "scores.parquet"), fit_paths=fits)
+    pipeline.measure(str(tmp_path / "scores.parquet"), {"fprs": [0.1], "bootstrap": 10},
+                     split, str(tmp_path / "metrics.parquet"), costs)
+    points = io.read_table(tmp_path / "metrics.parquet").query("replicate < 0")
+    assert points["model_seconds"].tolist() == [3.0, 5.0]
+    assert points["fit_seconds"].tolist() == [10.0, 20.0]
+    assert (points["score_seconds"] >= 0).all()

@@ -370,7 +370,7 @@ def test_loading_the_victim_is_reading_not_the_attacks_time(study, monkeypatch, 
         return build()
 
     monkeypatch.setattr(files, "new_model", slow_build)
-    seconds = pipeline.score({"attack": "subpop_natural"}, files.dataset_path,
+    [costs] = pipeline.score({"attack": "subpop_natural"}, files.dataset_path,
                              str(root / "split.npz"), [str(root / "models" / "target" / "0.npy")],
                              [], [], str(tmp_path / "scores.parquet"), study=files)
-    assert clock.now == 100.0 and seconds == [0.0]
+    assert clock.now == 100.0 and costs["score_seconds"] == 0.0

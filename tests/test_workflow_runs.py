@@ -246,7 +246,7 @@ def test_replicates_run_for_the_claims_only(tmp_path):
                    "results", settings, validated) if path.startswith("results/studies/")]
                for name, settings in validated["artifacts"].items()}
     assert {"bal", "bal-r1", "bal-r2", "tab"} <= {parts[0] for parts in read_by["claims"]}
-    scored = {(parts[0], parts[-1]) for parts in read_by["claims"] if parts[1] == "scores"}
+    scored = {(parts[0], parts[-1]) for parts in read_by["claims"] if parts[1] == "metrics"}
     for copy_name in ("bal-r1", "bal-r2"):
         assert {attack for study, attack in scored if study == copy_name} == {
             "loss.parquet", "iha.parquet"}

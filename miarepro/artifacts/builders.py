@@ -23,36 +23,39 @@ from miarepro.paths import model_home, reference_home
 
 
 def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
-    """What an artifact reads: per attack its scores and metrics, and the cards of the models
-    it used (compute columns) and of the targets (regime)."""
+    """What an artifact reads: per attack its metrics (and its scores where it draws them),
+    and the cards of the targets where it shows their regime."""
     builder = BUILDERS[settings["builder"]]
     if builder.inputs is not None:
         return builder.inputs(results, settings, config)
-    return score_inputs(results, settings, config, builder.regime, builder.replicates)
+    return score_inputs(results, settings, config, builder.regime, builder.replicates,
+                        builder.scores)
 
 
 def score_inputs(results: str, settings: dict[str, Any], config: dict[str, Any],
-                 regime: bool = False, replicates: bool = False) -> list[str]:
+                 regime: bool = False, replicates: bool = False,
+                 scores: bool = False) -> list[str]:
     """The files of :func:`inputs` for the attacks an artifact reads (and, with ``regime``,
     the regime's baseline; with ``replicates``, in every replicate of its studies)."""
     files = [path for study, study_config in
              studies_read(settings, config, regime, replicates).items()
-             for path in study_inputs(results, study, study_config)]
+             for path in study_inputs(results, study, study_config, regime, scores)]
     return sorted(set(files), key=files.index)
 
 
-def study_inputs(results: str, study: str, study_config: dict[str, Any]) -> list[str]:
-    """What reading ``study_config``'s attacks takes: each one's scores, metrics, the cards of
-    its models and of its first fit, and the cards of the study's targets."""
+def study_inputs(results: str, study: str, study_config: dict[str, Any],
+                 regime: bool = True, scores: bool = False) -> list[str]:
+    """What reading ``study_config``'s attacks takes: each one's metrics (which also hold the
+    seconds of its models and fits), with ``scores`` its scores too, and with ``regime`` the
+    cards of the study's targets, whose accuracies place it against the paper's setting. Only
+    what is read: each input of each artifact costs every dry run time."""
     files = []
     for attack in study_config["attacks"]:
-        files += [str(res.score_path(results, study, attack)),
-                  str(res.metrics_path(results, study, attack))]
-        files += _model_cards(results, study, study_config, attack)
-        files += _fit_cards(results, study, study_config, attack)[:1]
+        files += [str(res.score_path(results, study, attack))] if scores else []
+        files.append(str(res.metrics_path(results, study, attack)))
     home = model_home(study, study_config)
     return files + [str(res.target_card(results, home, t))
-                    for t in range(study_config["targets"])]
+                    for t in range(study_config["targets"]) if regime]
 
 
 def scale_note(config: dict[str, Any], study: dict[str, Any]) -> str:
@@ -173,11 +176,9 @@ def compute_seconds(results: str, study: str, attack: str, study_config: dict) -
     if has_repetitions(study_config):
         seconds = target_compute_seconds(results, study, attack, study_config)
         return round(sum(seconds) / len(seconds), 2)
-    cards = [io.read_json(path) for path in _model_cards(results, study, study_config, attack)]
-    fits = [io.read_json(path) for path in _fit_cards(results, study, study_config, attack)[:1]]
-    return round(res.score_seconds(results, study, attack)
-                 + sum(c["train_seconds"] for c in cards)
-                 + sum(c["fit_seconds"] for c in fits), 2)
+    costs = res.target_seconds(results, study, attack)
+    return round(costs["score_seconds"].mean() + costs["model_seconds"].iloc[0]
+                 + costs["fit_seconds"].iloc[0], 2)
 
 
 def has_repetitions(study_config: dict) -> bool:
@@ -192,16 +193,8 @@ def target_compute_seconds(results: str, study: str, attack: str, study_config: 
     """:func:`compute_seconds` of each target of a partition study, from that repetition's
     own reference models, fit and scoring: as many timings of the same work, each made apart,
     as the study has repetitions."""
-    scoring = res.score_seconds_by_target(results, study, attack)
-    fits = _fit_cards(results, study, study_config, attack)
-    seconds = []
-    for target in range(study_config["targets"]):
-        cards = [io.read_json(path)
-                 for path in _model_cards(results, study, study_config, attack, target)]
-        fit = [io.read_json(fits[target])] if fits else []
-        seconds.append(scoring[target] + sum(c["train_seconds"] for c in cards)
-                       + sum(c["fit_seconds"] for c in fit))
-    return seconds
+    costs = res.target_seconds(results, study, attack)
+    return (costs["score_seconds"] + costs["model_seconds"] + costs["fit_seconds"]).tolist()
 
 
 def _markdown(frame: pd.DataFrame) -> str:

@@ -63,7 +63,7 @@ import pandas as pd
 from miarepro import io, uncertainty
 from miarepro.artifacts import builders, catalog, regime
 from miarepro.artifacts import results as res
-from miarepro.artifacts.registry import AUDIT_MINUTES, COMPUTE, COSTS
+from miarepro.artifacts.registry import AUDIT_MINUTES, COMPUTE, COSTS, TRAIN_MINUTES
 from miarepro.paths import independent_runs, model_home, replicates_of
 from miarepro.uncertainty import Estimate
 
@@ -472,7 +472,49 @@ def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> li
             copy_config = config["studies"][copy]
             files += builders.study_inputs(results, copy, {**copy_config, "attacks": {
                 name: copy_config["attacks"][name] for name in dict.fromkeys(names) if name}})
+            files += _cost_inputs(results, copy, config)
     return sorted(set(files), key=files.index)
+
+
+def _cost_inputs(results: str, study: str, config: dict[str, Any]) -> list[str]:
+    """What the cost claims on ``study`` read beyond the metrics (:func:`_measure`): the
+    cards of IHA's and Subpop's cost tables and of the timing noise's reference models."""
+    from miarepro.artifacts import iha_tables, subpop_artifacts
+
+    study_config = config["studies"][study]
+    files = []
+    for claim in load_claims(study_config["paper"]):
+        sides = None if claim.kind in TRENDS else _sides(claim, study, config)
+        for spec, name in zip(*sides[1:], strict=True) if sides else ():
+            metric = spec.get("metric", claim.metric)
+            if name is None or metric not in COSTS:
+                continue
+            if metric == AUDIT_MINUTES:
+                files += iha_tables.cost_files(results, study, study_config, name)
+            elif metric == TRAIN_MINUTES:
+                files += subpop_artifacts.cost_files(results, study, study_config,
+                                                     study_config["attacks"][name])
+            if not _timed_by_repetition(metric, study_config):
+                files += _timing_cards(results, study, config)
+    return files
+
+
+def _timed_by_repetition(metric: str, study_config: dict[str, Any]) -> bool:
+    """Whether a cost's interval is over the study's repetitions, each timed apart, rather
+    than spread by the run's timing noise (:func:`_measure`)."""
+    return (metric == COMPUTE and builders.has_repetitions(study_config)
+            and study_config["targets"] >= uncertainty.MIN_TARGETS)
+
+
+def _timing_cards(results: str, study: str, config: dict[str, Any]) -> list[str]:
+    """The cards of the reference models that the claims on ``study`` read, every target's:
+    their training seconds, the same work timed apart, give a cost's timing noise."""
+    study_config = config["studies"][study]
+    cards = {card for attack in attacks_read(study, config)
+             for target in range(study_config["targets"])
+             for card in builders._model_cards(results, study, study_config, attack, target)
+             if "/models/reference/" in card}
+    return sorted(cards)
 
 
 def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
@@ -630,8 +672,8 @@ def _measure(study: str, attack: str, metric: str, config: dict[str, Any]) -> Es
     In a partition study of several repetitions, ``gpu_minutes`` is timed in each (its own
     reference models, fit and scoring) and its interval is over them, paired across the two
     attacks of a claim by repetition, as any other metric's. Otherwise a cost is timed once;
-    its draws spread it by the run's timing noise, the spread of the log of the study's
-    reference models' training seconds (the same work, timed apart), drawn apart for each
+    its draws spread it by the run's timing noise, the spread of the log of the training
+    seconds of the reference models its claims read (:func:`_timing_cards`), drawn apart for each
     attack, so that a cost claim is only decided beyond that noise. The spread is a factor,
     log-normal: a time is never negative, and a ratio of two costs then spreads alike either
     way (on a raw scale, a spread of a third put 0.3% of the draws of a denominator within a
@@ -640,8 +682,7 @@ def _measure(study: str, attack: str, metric: str, config: dict[str, Any]) -> Es
     if metric not in COSTS:
         return res.attack_estimates(res.RESULTS, study, attack)[metric]
     study_config = config["studies"][study]
-    if (metric == COMPUTE and builders.has_repetitions(study_config)
-            and study_config["targets"] >= uncertainty.MIN_TARGETS):
+    if _timed_by_repetition(metric, study_config):
         minutes = np.array(builders.target_compute_seconds(res.RESULTS, study, attack,
                                                            study_config)) / 60
         return Estimate(float(minutes.mean()), minutes, "targets")
@@ -655,8 +696,8 @@ def _measure(study: str, attack: str, metric: str, config: dict[str, Any]) -> Es
         from miarepro.artifacts import subpop_artifacts
 
         minutes = subpop_artifacts.minutes_at_paper_counts(study, study_config, attack)
-    home = Path(res.RESULTS) / "studies" / model_home(study, study_config) / "models"
-    seconds = [io.read_json(card)["train_seconds"] for card in home.glob("reference/*.json")]
+    seconds = [io.read_json(card)["train_seconds"]
+               for card in _timing_cards(res.RESULTS, study, config)]
     noise = np.std(np.log(seconds), ddof=1) if len(seconds) > 1 else 0.0
     rng = np.random.default_rng(list(f"{study}/{attack}".encode()))
     draws = minutes * np.exp(noise * rng.standard_normal(uncertainty.N_BOOTSTRAP))

@@ -221,5 +221,13 @@ def cost_inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) 
     files = score_inputs(results, settings, config)
     for study in studies_of(settings, config):
         for attack in settings["attacks"]:
-            files += _model_cards(results, study, config["studies"][study], attack)
+            files += cost_files(results, study, config["studies"][study], attack)
     return files
+
+
+def cost_files(results: str, study: str, study_config: dict[str, Any], attack: str) -> list[str]:
+    """What one attack instance's costs read beyond its metrics (:func:`_costs`): the card and
+    arrays of its first fit and the cards of the models it uses."""
+    fits = _fit_cards(results, study, study_config, attack)[:1]
+    return [*fits, *(path.removesuffix(".json") + ".npz" for path in fits),
+            *_model_cards(results, study, study_config, attack)]

@@ -36,10 +36,14 @@ class Builder:
     #: its ``attacks`` need only be in some of its studies (a grid's rows, a fit table's
     #: studies); otherwise every listed study must have every listed attack
     attacks_in_some_study: bool = False
-    #: it shows where each study's target sits (the regime section): it reads the baseline
+    #: it shows where each study's target sits (the regime section): it reads the targets'
+    #: cards and the regime's baseline
     regime: bool = False
     #: it reads every replicate of its studies (the claims); the others show the first
     replicates: bool = False
+    #: it reads the attacks' per-record scores (ROC curves, decision agreement), not only
+    #: their metrics
+    scores: bool = False
 
     @property
     def reads_studies(self) -> bool:
@@ -66,7 +70,7 @@ def _lazy(module: str, function: str) -> Callable[..., Any]:
 
 BUILDERS: dict[str, Builder] = {
     "leaderboard": Builder("table", _lazy("builders", "leaderboard"), "cross-paper leaderboard",
-                           ("studies", "fprs")),
+                           ("studies", "fprs"), regime=True),
     "claims": Builder("table", _lazy("claims", "build"),
                       "the papers' claims and their verdicts", inputs=_lazy("claims", "inputs"),
                       replicates=True),
@@ -76,7 +80,7 @@ BUILDERS: dict[str, Builder] = {
                             "paper_dataset"),
                            required=("metrics",), attacks_in_some_study=True, regime=True),
     "roc": Builder("figure", _lazy("figures", "roc_figure"), "log-log ROC curves",
-                   ("studies", "attacks", "title")),
+                   ("studies", "attacks", "title"), scores=True),
     "sweep": Builder("figure", _lazy("figures", "sweep_figure"),
                      "a metric against one attack parameter",
                      ("studies", "attacks", "x", "series", "metrics", "title"),
@@ -147,7 +151,7 @@ BUILDERS: dict[str, Builder] = {
     "agreement": Builder("table", _lazy("iha_tables", "agreement"),
                          "pairwise decision agreement at one FPR (IHA Table 5)",
                          ("studies", "attacks", "fpr", "paper_dataset"),
-                         required=("studies", "attacks", "fpr")),
+                         required=("studies", "attacks", "fpr"), scores=True),
     "attack_costs": Builder("table", _lazy("iha_tables", "attack_costs"),
                             "precompute and per-record seconds and memory (IHA Table 6)",
                             ("studies", "attacks", "paper_dataset"),

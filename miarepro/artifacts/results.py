@@ -104,12 +104,12 @@ def score_seconds(results: str, study: str, attack: str) -> float:
     return float(table.loc[table["replicate"] < 0, "score_seconds"].mean())
 
 
-def score_seconds_by_target(results: str, study: str, attack: str) -> dict[int, float]:
-    """Seconds the attack itself took to score each target."""
+def target_seconds(results: str, study: str, attack: str) -> pd.DataFrame:
+    """Per target (the index): the seconds of its scoring, of training the attack-side models
+    it read and of its fit, as its score job recorded them (:func:`miarepro.pipeline.score`)."""
     table = _metrics_table(results, study, attack)
-    points = table[table["replicate"] < 0]
-    return dict(zip(points["target"].astype(int), points["score_seconds"].astype(float),
-                    strict=True))
+    points = table[table["replicate"] < 0].set_index("target")
+    return points[["score_seconds", "model_seconds", "fit_seconds"]].astype(float)
 
 
 def score_memory_mb(results: str, study: str, attack: str) -> float:

@@ -48,15 +48,20 @@ def _bigan_card(results: str, study: str, study_config: dict[str, Any],
 
 
 def cost_inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
-    files = []
-    for study in studies_of(settings, config):
-        study_config = config["studies"][study]
-        for family, (_, entry) in _instances(study_config).items():
-            if family in ("watson", "sablayrolles"):
-                files += _shadow_cards(results, study, study_config, entry)
-            elif family == "subpop":
-                files.append(_bigan_card(results, study, study_config, entry))
+    files = [path for study in studies_of(settings, config)
+             for _, entry in _instances(config["studies"][study]).values()
+             for path in cost_files(results, study, config["studies"][study], entry)]
     return sorted(set(files))
+
+
+def cost_files(results: str, study: str, study_config: dict[str, Any],
+               entry: dict[str, Any]) -> list[str]:
+    """The cards one attack instance's training cost reads (:func:`_costs`)."""
+    if entry["attack"] in ("watson", "sablayrolles"):
+        return _shadow_cards(results, study, study_config, entry)
+    if entry["attack"] == "subpop":
+        return [_bigan_card(results, study, study_config, entry)]
+    return []
 
 
 def _costs(study: str, study_config: dict[str, Any], entry: dict[str, Any]
