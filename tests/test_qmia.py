@@ -371,3 +371,14 @@ def test_catboost_border_count_bounds_how_finely_a_feature_is_split():
 
     coarse, fine = distinct({"border_count": 4}), distinct({})
     assert max(coarse) <= 5 and min(fine) > 20, (coarse, fine)
+
+
+def test_a_fits_name_does_not_depend_on_the_order_of_a_recipes_keys():
+    """Reordering a structured parameter's keys in a config changes no fit's folder, so it
+    neither refits nor misses the between-workflow cache; changing a value does."""
+    from miarepro.attacks import get_attack
+
+    spec = get_attack("qmia")
+    key = spec.fit_key({"recipe": {"lr": 0.01, "epochs": 5}}, 0)
+    assert key == spec.fit_key({"recipe": {"epochs": 5, "lr": 0.01}}, 0)
+    assert key != spec.fit_key({"recipe": {"epochs": 6, "lr": 0.01}}, 0)

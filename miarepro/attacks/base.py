@@ -258,12 +258,22 @@ class AttackSpec:
         settings.update(self.split_params(params)[0])
         parts = [self.fit_name or self.name]
         parts += [f"n{n_reference}"] if self.fit_scope == "references" else []
-        parts += [f"{key}={value}" for key, value in sorted(settings.items())]
+        parts += [f"{key}={_canonical(value)}" for key, value in sorted(settings.items())]
         key = "-".join(str(part) for part in parts)
         if len(key) > 80 or not all(c.isalnum() or c in "-_=." for c in key):
             digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
             key = f"{parts[0]}-{digest[:12]}"
         return key
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` with the keys of its mappings sorted, at every depth: a fit's name must not
+    change with the order in which a config spells a structured parameter's keys."""
+    if isinstance(value, dict):
+        return {key: _canonical(value[key]) for key in sorted(value)}
+    if isinstance(value, list | tuple):
+        return type(value)(_canonical(item) for item in value)
+    return value
 
 
 REGISTRY: dict[str, AttackSpec] = {}
