@@ -26,6 +26,40 @@ def workflow(tmp_path_factory):
     return workdir
 
 
+def test_every_artifact_reads_only_files_it_declares(workflow, monkeypatch, tmp_path):
+    """An artifact job runs after its declared inputs only: a file it reads without declaring
+    it may be missing or stale on a cluster. Every workflow file each artifact of the run
+    reads through :mod:`miarepro.io` (caches emptied between artifacts) is among its inputs."""
+    from miarepro import config as miarepro_config
+    from miarepro import io
+    from miarepro.artifacts import builders
+    from miarepro.artifacts import results as res
+
+    config = miarepro_config.validate(copy.deepcopy(TINY))
+    monkeypatch.chdir(workflow)
+    read = []
+
+    def tracing(reader):
+        def traced(path, *args, **kwargs):
+            read.append(os.path.normpath(path))
+            return reader(path, *args, **kwargs)
+        return traced
+
+    for name in ("read_json", "read_arrays", "read_array", "read_table", "_open_npz"):
+        monkeypatch.setattr(io, name, tracing(getattr(io, name)))
+    checked = 0
+    for name, settings in config["artifacts"].items():
+        declared = {os.path.normpath(p) for p in builders.inputs("results", settings, config)}
+        res._metrics_table.cache_clear()
+        res.attack_estimates.cache_clear()
+        read.clear()
+        builders.build(name, settings, config, str(tmp_path / name / "out.csv"))
+        undeclared = {path for path in read if path.startswith("results")} - declared
+        assert not undeclared, (name, sorted(undeclared)[:5])
+        checked += bool(read)
+    assert checked >= 15  # the tables and figures that read results, not only the package
+
+
 def test_outputs_exist_with_expected_content(workflow):
     results = workflow / "results"
     for name in ("leaderboard.csv", "leaderboard.md", "BMIA-T1.csv", "BMIA-T1.md",
