@@ -412,13 +412,33 @@ def difference_across_studies(a: Estimate, b: Estimate) -> Estimate:
         raise ValueError(f"no difference of {a.method} and {b.method} estimates")
     if a.method == b.method == "bootstrap" and a.draws.shape == b.draws.shape:
         return a - b
-    errors, dofs = zip(*(standard_error(e) for e in (a, b)), strict=True)
-    variance = sum(error**2 for error in errors)
-    finite = [(error, dof) for error, dof in zip(errors, dofs, strict=True) if np.isfinite(dof)]
+    return _welch(a.value - b.value, [a, b], [1.0, -1.0])
+
+
+def mean_across_studies(estimates: list[Estimate]) -> Estimate:
+    """The mean of estimates from studies trained apart (a claim a paper states on average
+    over its settings): Welch's t interval from each study's standard error, as
+    :func:`difference_across_studies`; one study's estimate is its own mean."""
+    if len(estimates) == 1:
+        return estimates[0]
+    if any(e.method in ("binomial", "welch") for e in estimates):
+        raise ValueError(f"no mean of {[e.method for e in estimates]} estimates")
+    weight = 1.0 / len(estimates)
+    return _welch(float(np.mean([e.value for e in estimates])), estimates,
+                  [weight] * len(estimates))
+
+
+def _welch(value: float, estimates: list[Estimate], weights: list[float]) -> Estimate:
+    """``value``, a weighted sum of independent estimates, with the standard error of that
+    sum and its Welch-Satterthwaite degrees of freedom."""
+    errors, dofs = zip(*(standard_error(e) for e in estimates), strict=True)
+    scaled = [abs(w) * error for w, error in zip(weights, errors, strict=True)]
+    variance = sum(error**2 for error in scaled)
+    finite = [(error, dof) for error, dof in zip(scaled, dofs, strict=True) if np.isfinite(dof)]
     dof = (variance**2 / sum(error**4 / dof for error, dof in finite)
-           if variance > 0 and finite else np.inf)  # Welch-Satterthwaite
-    return Estimate(a.value - b.value, np.array([np.sqrt(variance), dof]), "welch",
-                    a.resolvable and b.resolvable)
+           if variance > 0 and finite else np.inf)
+    return Estimate(value, np.array([np.sqrt(variance), dof]), "welch",
+                    all(e.resolvable for e in estimates))
 
 
 def standard_error(estimate: Estimate) -> tuple[float, float]:

@@ -451,6 +451,69 @@ def test_a_trend_point_with_a_setting_stays_out_of_the_default_settings_claims(
     assert (trend["study"], trend["verdict"]) == ("adult-1000 vs adult-250", "holds")
 
 
+def test_a_claim_stated_on_average_is_one_row_on_the_mean_over_its_studies(tmp_path,
+                                                                            monkeypatch):
+    """SM-C1 (bayes-wb recovers "on average 84%" of the omniscient attack's advantage over
+    three training-set sizes): one row over the studies of the synthetic data, on the mean of
+    each study's paired ratio over its ten repetitions (a Welch interval: studies trained
+    apart). Where a study lacks an attack, the row is "not run" and says which."""
+    from miarepro.artifacts import results
+
+    rng = np.random.default_rng(3)
+    values = {}
+    for study, ratio in (("syn-100", 0.80), ("syn-200", 0.85), ("syn-400", 0.90)):
+        omniscient = rng.normal(0.5, 0.02, 10)
+        values[study] = {"omniscient": omniscient,
+                         "bayes-wb": omniscient * ratio + rng.normal(0.0, 0.01, 10)}
+
+    def estimates(_results, study, attack):
+        draws = values[study][attack]  # the same draws for the other claims' metrics
+        return dict.fromkeys(("advantage", "accuracy"), Estimate(draws.mean(), draws, "targets"))
+
+    monkeypatch.setattr(results, "attack_estimates", estimates)
+    monkeypatch.chdir(tmp_path)
+    for study in values:  # the size trend on the same studies reads their targets' cards
+        card = tmp_path / results.target_card("results", study, 0)
+        card.parent.mkdir(parents=True)
+        card.write_text(f'{{"n_train": {study[4:]}}}')
+    config = {"artifacts": {}, "studies": {study: {
+        "paper": "stolen-memories", "paper_dataset": "synthetic", "targets": 10,
+        "split": {"scheme": "partition"},
+        "attacks": {name: {"attack": name.replace("-", "_"), "paper_attack": name.replace(
+            "-", "_")} for name in ("bayes-wb", "omniscient")}} for study in values}}
+    [row] = cl.evaluate(config, list(values)).query("claim == 'SM-C1'").to_dict("records")
+    ratios = [estimates(None, study, "bayes-wb")["advantage"].ratio(
+        estimates(None, study, "omniscient")["advantage"]) for study in values]
+    mean = uncertainty.mean_across_studies(ratios)
+    assert row["study"] == "syn-100, syn-200, syn-400"
+    assert row["quantity"] == pytest.approx(np.mean([r.value for r in ratios]))
+    assert (row["quantity_low"], row["quantity_high"]) == pytest.approx(mean.interval())
+    assert mean.interval()[0] >= 0.75 and row["verdict"] == "holds"
+    assert row["replicates"] == 10
+    assert row["ours"].startswith(f"mean over 3 studies: ratio {mean.value:.2f} [")
+    assert "syn-400 0.9" in row["ours"]
+    del config["studies"]["syn-400"]["attacks"]["bayes-wb"]
+    [row] = cl.evaluate(config, list(values)).query("claim == 'SM-C1'").to_dict("records")
+    assert row["verdict"] == "not run"
+    assert row["ours"] == "syn-400: needs bayes_wb in this study"
+
+
+def test_only_a_comparison_or_a_bound_can_be_pooled_over_studies():
+    text = """
+- id: X-C1
+  artifact: SM-F7
+  statement: s
+  metric: accuracy
+  kind: increases
+  over: train_size
+  a: {attack: general_wb}
+  datasets: [adult]
+  pooled: true
+"""
+    with pytest.raises(ValueError, match="X-C1: kind 'increases' cannot be pooled"):
+        cl.parse_claims("stolen-memories", text)
+
+
 @pytest.mark.parametrize(("a", "expected"), [(0.10, "holds"), (0.20, "fails"),
                                              (0.13, "inconclusive")])
 def test_ratio_at_most_verdict(a, expected):

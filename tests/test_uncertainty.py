@@ -115,6 +115,35 @@ def test_difference_of_two_studies_targets_is_welchs_interval():
         u.difference_across_studies(mixed, u.Estimate(0.1, np.array([1, 10]), "binomial"))
 
 
+def test_mean_of_studies_is_welchs_interval_and_covers_the_truth():
+    """A claim stated on average over settings (studies trained apart, unpaired): the mean of
+    their values with a Welch-Satterthwaite t interval; by hand on two studies of three
+    replicates (standard errors 1/sqrt 3 and 2/sqrt 3, halved), and at its nominal rate over
+    three studies of ten replicates with unequal spreads. One study is its own mean."""
+    from scipy import stats
+
+    a, b = u.Estimate(2.0, np.array([1.0, 2.0, 3.0]), "targets"), u.Estimate(
+        6.0, np.array([4.0, 6.0, 8.0]), "replicates")
+    mean = u.mean_across_studies([a, b])
+    parts = np.array([1 / 3, 4 / 3]) / 4  # squared standard errors, each weighted by 1/2
+    dof = parts.sum() ** 2 / (parts**2 / 2).sum()
+    half = stats.t.ppf(0.975, dof) * np.sqrt(parts.sum())
+    assert mean.value == 4.0
+    assert mean.interval() == pytest.approx((4.0 - half, 4.0 + half))
+    assert u.mean_across_studies([a]) is a
+    with pytest.raises(ValueError, match="binomial"):
+        u.mean_across_studies([a, u.Estimate(0.1, np.array([1, 10]), "binomial")])
+    rng = np.random.default_rng(7)
+    covered, trials = 0, 2000
+    for _ in range(trials):
+        studies = [rng.normal(centre, spread, 10) for centre, spread in
+                   ((0.5, 0.02), (0.6, 0.05), (0.7, 0.1))]
+        low, high = u.mean_across_studies(
+            [u.Estimate(x.mean(), x, "replicates") for x in studies]).interval()
+        covered += low <= 0.6 <= high
+    assert 0.93 <= covered / trials <= 0.97, covered / trials
+
+
 def test_difference_of_two_studies_bootstraps_covers_the_truth():
     """Two studies with audits of their own, bootstrapped under one seed (the same weights):
     the draw-by-draw difference covers the true AUC difference at its nominal rate."""

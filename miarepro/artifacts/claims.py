@@ -15,7 +15,9 @@ studies trained apart: :func:`miarepro.uncertainty.difference_across_studies`),
 or that an attack does best with reference models of the target's own architecture
 (``matched_best``: it beats every one of the study's instances of the same attack that take
 their references from another study: :func:`matched_best_verdict`), the artifact that shows it
-and the paper datasets it is made for. Attacks are named as in the papers' tables
+and the paper datasets it is made for. A claim the paper states on average over its settings
+(``pooled``) is decided once per paper dataset, on the mean over its studies of the quantity
+it bounds (:func:`_pooled_rows`). Attacks are named as in the papers' tables
 (``paper_attack`` and ``paper_setting`` of a study's attack instances), so one claims file
 serves the miniature and the full-scale configurations alike.
 The paper's own numbers come from ``paper_values.csv``; nothing is typed in twice.
@@ -85,7 +87,7 @@ VERDICTS = ("holds", "fails", "inconclusive", "not resolvable", "no signal", "no
 COMPARISONS = ("greater", "close", "not_below", "ratio_at_least", "ratio_at_most",
                "matched_best", *TRENDS)
 KEYS = {"id", "artifact", "statement", "metric", "kind", "a", "b", "value", "basis", "datasets",
-        "over", "margin"}
+        "over", "margin", "pooled"}
 #: an attack side names the paper's attack and setting, and may measure it by another metric
 #: than the claim's (Stolen Memories: one attack's calibrated against uncalibrated precision)
 SIDE_KEYS = {"attack", "setting", "metric"}
@@ -106,6 +108,9 @@ class Claim:
     basis: str = ""  # how a tolerance (``close``, ``not_below``, ``margin``) is chosen
     over: str = ""  # a trend's axis (:data:`OVER`)
     margin: float | None = None  # ``equals``: how far from ``value`` still counts as it
+    #: the paper states it on average over the settings its dataset's studies run
+    #: (Stolen Memories' three training-set sizes): one row, on the mean of their quantities
+    pooled: bool = False
 
     def holds_on(self, a: float, b: float | None) -> bool:
         """The claim evaluated on point values (in the paper's units); for a trend, ``a`` is
@@ -141,6 +146,8 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
         if needs_b != ("b" in entry) or needs_value != ("value" in entry):
             raise ValueError(f"{where}: kind {kind!r} needs "
                              + ("a, b" if needs_b else "a") + (" and value" if needs_value else ""))
+        if entry.get("pooled") and kind in (*TRENDS, "matched_best"):
+            raise ValueError(f"{where}: kind {kind!r} cannot be pooled over studies")
         if (kind == "equals") != ("margin" in entry):
             raise ValueError(f"{where}: " + ("kind 'equals' needs a 'margin' (how far from the "
                                              "value still counts as it)" if kind == "equals"
@@ -163,7 +170,8 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
             id=entry["id"], paper=paper, artifact=entry["artifact"],
             statement=entry["statement"], metric=entry["metric"], kind=kind, a=entry["a"],
             b=entry.get("b"), value=entry.get("value"), datasets=tuple(entry["datasets"]),
-            basis=entry.get("basis", ""), over=over or "", margin=entry.get("margin")))
+            basis=entry.get("basis", ""), over=over or "", margin=entry.get("margin"),
+            pooled=bool(entry.get("pooled", False))))
     return claims
 
 
@@ -216,25 +224,37 @@ def _compare(kind: str, a: float, b: float | None, value: float | None) -> bool:
 def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimate]:
     """(one of :data:`VERDICTS` but "not run", the compared quantity) from paired estimates,
     or for a trend from the estimates of two studies trained apart."""
+    quantity = compared(claim, a, b)
+    at_chance = quantity.resolvable and claim.kind in COMPARISONS and _at_chance(claim, a, b)
+    return judge(claim, quantity, at_chance), quantity
+
+
+def compared(claim: Claim, a: Estimate, b: Estimate | None) -> Estimate:
+    """The quantity a claim bounds: ``a - b``, ``a / b`` or ``a`` (paired), or for a trend the
+    difference of two studies trained apart."""
     if claim.kind in TRENDS:  # a: where `over` is largest, b: smallest; two studies apart
-        quantity = (uncertainty.difference_across_studies(a, b) if claim.kind == "increases"
-                    else uncertainty.difference_across_studies(b, a))
-    elif claim.kind in ("greater", "matched_best", "close", "not_below"):
-        quantity = a - b
-    elif claim.kind.startswith("ratio"):
-        quantity = a.ratio(b)
-    else:
-        quantity = a
+        return (uncertainty.difference_across_studies(a, b) if claim.kind == "increases"
+                else uncertainty.difference_across_studies(b, a))
+    if claim.kind in ("greater", "matched_best", "close", "not_below"):
+        return a - b
+    if claim.kind.startswith("ratio"):
+        return a.ratio(b)
+    return a
+
+
+def judge(claim: Claim, quantity: Estimate, at_chance: bool) -> str:
+    """The verdict on the compared quantity; ``at_chance``: every side compared is
+    indistinguishable from chance."""
     if not quantity.resolvable:
-        return "not resolvable", quantity
-    if claim.kind in COMPARISONS and _at_chance(claim, a, b):
+        return "not resolvable"
+    if at_chance:
         # sides at chance whose paired comparison still tells them apart are testable: the
         # difference (ratio) excludes what two attacks at chance would give, 0 (1)
         null = 1.0 if claim.kind.startswith("ratio") else 0.0
         low, high = quantity.interval()
         if low <= null <= high:
-            return "no signal", quantity
-    return decide(claim, quantity), quantity
+            return "no signal"
+    return decide(claim, quantity)
 
 
 def decide(claim: Claim, quantity: Estimate) -> str:
@@ -518,62 +538,117 @@ def _timing_cards(results: str, study: str, config: dict[str, Any]) -> list[str]
 
 
 def evaluate(config: dict[str, Any], studies: list[str]) -> pd.DataFrame:
-    """One row per (claim, study) the configuration can evaluate."""
+    """One row per (claim, study) the configuration can evaluate; a trend or a ``pooled`` claim
+    gets one row per paper dataset, over its studies."""
     rows = []
     for study in studies:
-        study_config = config["studies"][study]
-        for claim in load_claims(study_config["paper"]):
-            if claim.kind in TRENDS:
+        for claim in load_claims(config["studies"][study]["paper"]):
+            if claim.kind in TRENDS or claim.pooled:
                 continue  # across studies: below
             sides = _sides(claim, study, config)
-            if sides is None:
-                continue
-            dataset, specs, names = sides
-            if claim.kind == "matched_best":
-                names += _rivals(study_config, claim) or [None]
-            paper = [claim_paper_value(claim, dataset, spec, study_config.get("paper_model"))
-                     for spec in specs]
-            row = _row(claim, study, dataset, paper[0], paper[1] if len(paper) > 1 else None)
-            if None in names:
-                absent = [_spec_text(spec) for spec, name in zip(specs, names, strict=False)
-                          if name is None] or ["a rival with another study's references"]
-                rows.append({**row, "verdict": "not run",
-                             "ours": f"needs {' and '.join(absent)} in this study"})
-                continue
-            sides = [claim.a] + [claim.b or claim.a] * (len(names) - 1)  # rivals: a's
-            metrics = [side.get("metric", claim.metric) for side in sides]
-            unmeasured = sorted({metric for name, metric in zip(names, metrics, strict=True)
-                                 if metric not in COSTS
-                                 and metric not in res.attack_estimates(res.RESULTS, study, name)})
-            if unmeasured:  # e.g. a TPR at an FPR outside the config's metrics.fprs
-                rows.append({**row, "verdict": "not run", "ours": f"needs {', '.join(unmeasured)}"
-                             " measured (the config's metrics)"})
-                continue
-            replicates = replicates_of(study, config)
-            estimates = [_over_replicates(replicates, name, metric, config)
-                         for name, metric in zip(names, metrics, strict=True)]
-            rival, rivals = "", 1
-            if claim.kind == "matched_best":
-                rivals = len(names) - 1
-                outcome, quantity, index = matched_best_verdict(claim, estimates[0],
-                                                                estimates[1:])
-                estimates = [estimates[0], estimates[1 + index]]
-                rival = (f"; against {study_config['attacks'][names[1 + index]].get('label')}"
-                         f", the closest of {rivals} rivals (fails at a Bonferroni "
-                         "level over them)")
-            else:
-                outcome, quantity = verdict(claim, estimates[0],
-                                            estimates[1] if len(estimates) > 1 else None)
-            rows.append({**row, "verdict": outcome, "replicates": independent_runs(study, config),
-                         "ours": _describe(claim, estimates, quantity) + rival,
-                         **_quantity_columns(claim, study, outcome, quantity, rivals)})
+            if sides is not None:
+                rows.append(_study_row(claim, study, sides, config))
     papers = dict.fromkeys(config["studies"][study]["paper"] for study in studies)
-    rows += [row for paper in papers for claim in load_claims(paper) if claim.kind in TRENDS
+    claims = [claim for paper in papers for claim in load_claims(paper)]
+    rows += [row for claim in claims if claim.kind in TRENDS
              for row in _trend_rows(claim, config, studies)]
+    rows += [row for claim in claims if claim.pooled
+             for row in _pooled_rows(claim, config, studies)]
     evaluated = {row["claim"] for row in rows}
-    rows += [_not_run_anywhere(claim) for paper in papers for claim in load_claims(paper)
-             if claim.id not in evaluated]
+    rows += [_not_run_anywhere(claim) for claim in claims if claim.id not in evaluated]
     return pd.DataFrame(rows)
+
+
+def _study_row(claim: Claim, study: str, sides: tuple, config: dict[str, Any]
+               ) -> dict[str, Any]:
+    """A claim's row on one study (:func:`_sides`)."""
+    study_config = config["studies"][study]
+    dataset, specs, names = sides
+    if claim.kind == "matched_best":
+        names = names + (_rivals(study_config, claim) or [None])
+    row = _row(claim, study, dataset, *_paper_numbers(claim, dataset, specs, study_config))
+    estimates = _side_estimates(claim, study, specs, names, config)
+    if isinstance(estimates, str):
+        return {**row, "verdict": "not run", "ours": estimates}
+    rival, rivals = "", 1
+    if claim.kind == "matched_best":
+        rivals = len(names) - 1
+        outcome, quantity, index = matched_best_verdict(claim, estimates[0], estimates[1:])
+        estimates = [estimates[0], estimates[1 + index]]
+        rival = (f"; against {study_config['attacks'][names[1 + index]].get('label')}"
+                 f", the closest of {rivals} rivals (fails at a Bonferroni "
+                 "level over them)")
+    else:
+        outcome, quantity = verdict(claim, estimates[0],
+                                    estimates[1] if len(estimates) > 1 else None)
+    return {**row, "verdict": outcome, "replicates": independent_runs(study, config),
+            "ours": _describe(claim, estimates, quantity) + rival,
+            **_quantity_columns(claim, study, outcome, quantity, rivals)}
+
+
+def _paper_numbers(claim: Claim, dataset: str, specs: list[dict[str, str]],
+                   study_config: dict[str, Any]) -> tuple[float | None, float | None]:
+    paper = [claim_paper_value(claim, dataset, spec, study_config.get("paper_model"))
+             for spec in specs]
+    return paper[0], paper[1] if len(paper) > 1 else None
+
+
+def _side_estimates(claim: Claim, study: str, specs: list[dict[str, str]],
+                    names: list[str | None], config: dict[str, Any]) -> list[Estimate] | str:
+    """Each side's estimate over the study's replicates, or why the study cannot give it."""
+    if None in names:
+        absent = [_spec_text(spec) for spec, name in zip(specs, names, strict=False)
+                  if name is None] or ["a rival with another study's references"]
+        return f"needs {' and '.join(absent)} in this study"
+    sides = [claim.a] + [claim.b or claim.a] * (len(names) - 1)  # rivals: a's
+    metrics = [side.get("metric", claim.metric) for side in sides]
+    unmeasured = sorted({metric for name, metric in zip(names, metrics, strict=True)
+                         if metric not in COSTS
+                         and metric not in res.attack_estimates(res.RESULTS, study, name)})
+    if unmeasured:  # e.g. a TPR at an FPR outside the config's metrics.fprs
+        return f"needs {', '.join(unmeasured)} measured (the config's metrics)"
+    replicates = replicates_of(study, config)
+    return [_over_replicates(replicates, name, metric, config)
+            for name, metric in zip(names, metrics, strict=True)]
+
+
+def _pooled_rows(claim: Claim, config: dict[str, Any], studies: list[str]
+                 ) -> list[dict[str, Any]]:
+    """A claim the paper states on average over its settings (``pooled``): on each paper
+    dataset, the mean over the studies that stand for it of the quantity the claim bounds, each
+    study's paired over its own replicates, their mean with a Welch interval (studies trained
+    apart: :func:`miarepro.uncertainty.mean_across_studies`)."""
+    of_dataset: dict[str, list[tuple[str, tuple]]] = {}
+    for study in studies:
+        if config["studies"][study]["paper"] == claim.paper:
+            sides = _sides(claim, study, config)
+            if sides is not None:
+                of_dataset.setdefault(sides[0], []).append((study, sides))
+    rows = []
+    for dataset, found in of_dataset.items():
+        label = ", ".join(study for study, _ in found)
+        row = _row(claim, label, dataset, *_paper_numbers(
+            claim, dataset, found[0][1][1], config["studies"][found[0][0]]))
+        estimates = [_side_estimates(claim, study, specs, names, config)
+                     for study, (_, specs, names) in found]
+        missing = [f"{study}: {why}" for (study, _), why in zip(found, estimates, strict=True)
+                   if isinstance(why, str)]
+        if missing:
+            rows.append({**row, "verdict": "not run", "ours": "; ".join(missing)})
+            continue
+        quantities = [compared(claim, e[0], e[1] if len(e) > 1 else None) for e in estimates]
+        mean = uncertainty.mean_across_studies(quantities)
+        at_chance = mean.resolvable and claim.kind in COMPARISONS and all(
+            _at_chance(claim, *sides) for sides in estimates)
+        outcome = judge(claim, mean, at_chance)
+        each = ", ".join(f"{study} {_in_paper_units(claim, quantity)}"
+                         for (study, _), quantity in zip(found, quantities, strict=True))
+        rows.append({**row, "verdict": outcome, "replicates": min(
+                         independent_runs(study, config) for study, _ in found),
+                     "ours": f"mean over {len(found)} studies: {_quantity_text(claim, mean)} "
+                             f"({each})",
+                     **_quantity_columns(claim, label, outcome, mean)})
+    return rows
 
 
 def _trend_rows(claim: Claim, config: dict[str, Any], studies: list[str]
@@ -725,14 +800,24 @@ def _describe(claim: Claim, estimates: list[Estimate], quantity: Estimate) -> st
                                  claim.paper) for e in estimates]
     text = " vs ".join(shown)
     if len(estimates) > 1 and quantity.resolvable:
-        if claim.kind.startswith("ratio"):
-            low, high = quantity.interval()
-            text += f"; ratio {quantity.value:.2f} [{low:.2f}, {high:.2f}]"
-        else:
-            text += "; difference " + res.format_estimate(
-                res.estimate_columns(claim.metric, quantity, clip=False), claim.metric,
-                claim.paper)
+        text += "; " + _quantity_text(claim, quantity)
     return text
+
+
+def _quantity_text(claim: Claim, quantity: Estimate) -> str:
+    """``ratio 0.93 [0.80, 1.06]``, ``difference 4.90 [2.9, 6.8]`` or the value, in paper units."""
+    if claim.kind.startswith("ratio"):
+        low, high = quantity.interval()
+        return f"ratio {quantity.value:.2f} [{low:.2f}, {high:.2f}]"
+    return ("difference " if claim.kind in COMPARISONS else "") + res.format_estimate(
+        res.estimate_columns(claim.metric, quantity, clip=False), claim.metric, claim.paper)
+
+
+def _in_paper_units(claim: Claim, quantity: Estimate) -> str:
+    """A compared quantity's value alone: a ratio, or in the paper's units."""
+    if claim.kind.startswith("ratio"):
+        return f"{quantity.value:.2f}"
+    return f"{quantity.value * uncertainty.percent_scale(claim.metric, claim.paper):.2f}"
 
 
 def artifact_file(artifact: str) -> str:
