@@ -502,7 +502,7 @@ def _cost_inputs(results: str, study: str, config: dict[str, Any]) -> list[str]:
     from miarepro.artifacts import iha_tables, subpop_artifacts
 
     study_config = config["studies"][study]
-    files = []
+    files, noisy = [], False
     for claim in load_claims(study_config["paper"]):
         sides = None if claim.kind in TRENDS else _sides(claim, study, config)
         for spec, name in zip(*sides[1:], strict=True) if sides else ():
@@ -514,9 +514,8 @@ def _cost_inputs(results: str, study: str, config: dict[str, Any]) -> list[str]:
             elif metric == TRAIN_MINUTES:
                 files += subpop_artifacts.cost_files(results, study, study_config,
                                                      study_config["attacks"][name])
-            if not _timed_by_repetition(metric, study_config):
-                files += _timing_cards(results, study, config)
-    return files
+            noisy = noisy or not _timed_by_repetition(metric, study_config)
+    return files + (_timing_cards(results, study, config) if noisy else [])
 
 
 def _timed_by_repetition(metric: str, study_config: dict[str, Any]) -> bool:
