@@ -243,6 +243,22 @@ def test_chunked_hessian_equals_torch_func_hessian():
         torch.testing.assert_close(chunked, whole, rtol=1e-10, atol=1e-12)
 
 
+def test_spectrum_equals_torchs_eigh_reading_the_same_triangle():
+    """SciPy's LAPACK on a CPU gives torch's decomposition: the same eigenvalues, eigenvectors
+    equal up to sign, both read from the lower triangle of a matrix that is symmetric only up
+    to rounding (as a Hessian built column by column is)."""
+    generator = torch.Generator().manual_seed(0)
+    root = torch.randn(40, 40, generator=generator, dtype=torch.float64)
+    matrix = root @ root.T - 30 * torch.eye(40, dtype=torch.float64)  # indefinite
+    matrix += torch.triu(1e-3 * torch.randn(40, 40, generator=generator, dtype=torch.float64), 1)
+    values, vectors = torch.linalg.eigh(matrix)
+    spectrum = hessian.Spectrum.of(matrix.clone())
+    torch.testing.assert_close(spectrum.values, values, rtol=0, atol=1e-12)
+    signs = torch.sign((spectrum.vectors * vectors).sum(0))
+    torch.testing.assert_close(spectrum.vectors * signs, vectors, rtol=0, atol=1e-10)
+    assert int((spectrum.values < -1e-9).sum()) > 0  # the negative directions kept
+
+
 @pytest.mark.parametrize("spec", [{"arch": "mlp", "widths": []},
                                   {"arch": "mlp", "widths": [6, 5], "activation": "leaky_relu"},
                                   {"arch": "mlp", "widths": [4, 4, 3]}])

@@ -83,8 +83,10 @@ def fit_hessian(study: StudyHandle, group: int, solver: Literal["exact", "cg"] =
         info["eigh_seconds"] = round(time.perf_counter() - start, 3)
         values = spectrum.values.cpu().numpy()
         arrays.update(eigenvalues=values, eigenvectors=spectrum.vectors.cpu().numpy())
+        # below rounding: an exact zero's sign is LAPACK's choice (hundreds of them)
+        rounding = len(values) * np.finfo(values.dtype).eps * np.abs(values).max()
         info.update(min_eigenvalue=float(values[0]), max_eigenvalue=float(values[-1]),
-                    negative_eigenvalues=int((values < 0).sum()))
+                    negative_eigenvalues=int((values < -rounding).sum()))
         start = time.perf_counter()
         audit = study.parts(group)["audit"]
         coordinates = np.empty((len(audit), flat.size), dtype=np.float32)
