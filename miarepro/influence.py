@@ -54,18 +54,25 @@ def layer_boundaries(model: nn.Sequential) -> list[int]:
 
 
 def split_at(model: nn.Sequential, k: int) -> tuple[nn.Sequential, nn.Sequential]:
-    """Slice ``model`` before its module ``k``: ``h = model[:k]``, ``g = model[k:]``.
+    """Slice ``model`` before its module ``k``: ``h = model[:k]``, ``g = model[k:]``, where
+    dropout just below module ``k`` goes with ``g``.
 
     Both share the model's modules and parameters (nothing is copied), so ``g(h(x)) ==
     model(x)``. They are returned in eval mode, which switches the shared modules, and hence
     ``model``, to eval mode too: influence is a property of the trained, deterministic network.
+    Dropout on ``g``'s input is the identity there, but a fresh ``g`` trained on ``h``'s
+    features (Stolen Memories' proxies, "trained using the same algorithm and hyperparameters"
+    as the target's layers above the cut) then trains with the dropout those layers had.
     """
     if not isinstance(model, nn.Sequential):
         raise TypeError(f"layer slicing needs an nn.Sequential, got {type(model).__name__}")
     if not 0 <= k < len(model):
         raise ValueError(f"slice position {k} outside 0..{len(model) - 1}; "
                          f"layer boundaries: {layer_boundaries(model)}")
-    return model[:k].eval(), model[k:].eval()
+    start = k
+    while start > 0 and isinstance(model[start - 1], nn.Dropout):
+        start -= 1
+    return model[:start].eval(), model[start:].eval()
 
 
 @contextmanager

@@ -78,13 +78,29 @@ def test_split_composes_to_the_model_in_eval_mode():
     for k in layer_boundaries(model):
         h, g = split_at(model, k)
         assert not h.training and not g.training
-        assert g[0] is model[k]  # shared modules, so shared parameters
+        assert g[len(g) - (len(model) - k)] is model[k]  # shared modules and parameters
+        below = g[: len(g) - (len(model) - k)]  # the dropout just below the cut goes with g
+        assert all(isinstance(m, nn.Dropout) for m in below) and len(h) + len(g) == len(model)
+        assert k == 0 or not isinstance(h[-1], nn.Dropout)
         assert {id(p) for p in [*h.parameters(), *g.parameters()]} == {
             id(p) for p in model.parameters()}
         with torch.no_grad():
             torch.testing.assert_close(g(h(x)), model.eval()(x))
     with pytest.raises(ValueError, match="outside"):
         split_at(model, len(model))
+
+
+def test_a_fresh_top_part_trains_with_the_dropout_below_its_cut():
+    """Stolen Memories trains proxies of the layers above a cut "using the same algorithm and
+    hyperparameters": a fresh top part of a dropout MLP drops its input features in training,
+    as the target's top layer did, and passes them unchanged in eval mode."""
+    torch.manual_seed(2)
+    model = build_model({"arch": "mlp", "widths": [16], "dropout": 0.5}, (4,), 3)
+    h, g = split_at(model, layer_boundaries(model)[-1])
+    features = torch.ones(64, 16)
+    assert isinstance(h[-1], nn.ReLU) and isinstance(g[0], nn.Dropout)
+    assert (g.train()[0](features) == 0).any()
+    torch.testing.assert_close(g.eval()[0](features), features)
 
 
 def test_top_layer_influence_is_the_weight_row():
