@@ -193,6 +193,9 @@ def test_ratio_verdict():
      "a: {attack: bmia}, datasets: [purchase100]}", "over 'depth'; known"),
     ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: greater, over: epsilon, "
      "a: {attack: bmia}, b: {attack: attack_p}, datasets: [purchase100]}", "is not a trend"),
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: greater, a: {attack: bmia}, "
+     "b: {attack: attack_p}, datasets: [purchase100], architectures: [lenet5]}",
+     "C: architectures: unknown architecture 'lenet5' .did you mean 'lenet'"),
 ])
 def test_bad_claims_are_rejected_by_name(text, message):
     with pytest.raises(ValueError, match=message):
@@ -286,6 +289,24 @@ def test_regime_says_within_2x_only_where_both_values_exist():
     assert "yes" not in row["without"] and "nan" not in row["without"]
     assert row["without"].endswith("| — | — | — |")
     assert row["gap only"].endswith("| — | — | gap: no |")
+
+
+def test_a_claim_made_for_some_architectures_skips_studies_of_others():
+    """Stolen Memories' SM-C27 is made "on all convolutional models": its MNIST row is the
+    LeNet study's, not that of the MLP on 8x8 digits that stands in for MNIST elsewhere; with
+    no LeNet study for its datasets it is "not run", saying which target it needs."""
+    attacks = {"g": {"attack": "general_wb", "paper_attack": "general_wb"}}
+    studies = {name: {"paper": "stolen-memories", "paper_dataset": "mnist", "model": model,
+                      "attacks": attacks}
+               for name, model in (("mlp", {"arch": "mlp", "widths": [64, 32]}),
+                                   ("lenet", {"arch": "lenet"}))}
+    claim = next(c for c in cl.load_claims("stolen-memories") if c.id == "SM-C27")
+    assert claim.architectures == ("lenet",)
+    config = {"studies": studies, "artifacts": {}}
+    assert cl._sides(claim, "mlp", config) is None
+    assert cl._sides(claim, "lenet", config)[2] == ["g"]
+    assert cl._not_run_anywhere(claim)["ours"].startswith(
+        "no study of this run stands in for mnist, cifar10, cifar100, lfw with a lenet target")
 
 
 def test_no_claim_of_a_covered_paper_is_dropped():

@@ -87,7 +87,7 @@ VERDICTS = ("holds", "fails", "inconclusive", "not resolvable", "no signal", "no
 COMPARISONS = ("greater", "close", "not_below", "ratio_at_least", "ratio_at_most",
                "matched_best", *TRENDS)
 KEYS = {"id", "artifact", "statement", "metric", "kind", "a", "b", "value", "basis", "datasets",
-        "over", "margin", "pooled"}
+        "over", "margin", "pooled", "architectures"}
 #: an attack side names the paper's attack and setting, and may measure it by another metric
 #: than the claim's (Stolen Memories: one attack's calibrated against uncalibrated precision)
 SIDE_KEYS = {"attack", "setting", "metric"}
@@ -111,6 +111,9 @@ class Claim:
     #: the paper states it on average over the settings its dataset's studies run
     #: (Stolen Memories' three training-set sizes): one row, on the mean of their quantities
     pooled: bool = False
+    #: the target architectures the paper makes it for ("on all convolutional models"): a
+    #: study whose target is another one (an MLP standing in for a LeNet) does not stand for it
+    architectures: tuple[str, ...] = ()
 
     def holds_on(self, a: float, b: float | None) -> bool:
         """The claim evaluated on point values (in the paper's units); for a trend, ``a`` is
@@ -123,13 +126,15 @@ class Claim:
 def parse_claims(paper: str, text: str) -> list[Claim]:
     """Parse and validate one paper's claims file; errors name the claim and the key."""
     from miarepro.artifacts.catalog import ARTIFACT_IDS
+    from miarepro.models import ARCHITECTURES
+    from miarepro.options import unknown
 
     claims = []
     for entry in io.read_yaml(text) or []:
         where = f"claims/{paper}.yaml: {entry.get('id', '?')}"
-        unknown = sorted(set(entry) - KEYS)
-        if unknown:
-            raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(KEYS)}")
+        strange = sorted(set(entry) - KEYS)
+        if strange:
+            raise ValueError(f"{where}: unknown key(s) {strange}; known: {sorted(KEYS)}")
         kind = entry.get("kind")
         if kind not in KINDS:
             raise ValueError(f"{where}: kind {kind!r}; known: {list(KINDS)}")
@@ -163,6 +168,10 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
             if extra:
                 raise ValueError(f"{where}: {side}: unknown key(s) {extra}; known: "
                                  f"{sorted(SIDE_KEYS)}")
+        for architecture in entry.get("architectures") or []:
+            if architecture not in ARCHITECTURES:
+                raise ValueError(f"{where}: architectures: "
+                                 + unknown("architecture", architecture, ARCHITECTURES))
         if entry.get("artifact") not in ARTIFACT_IDS:
             raise ValueError(f"{where}: artifact {entry.get('artifact')!r} is not a checklist ID")
         _check_paper_names(where, paper, entry)
@@ -171,7 +180,8 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
             statement=entry["statement"], metric=entry["metric"], kind=kind, a=entry["a"],
             b=entry.get("b"), value=entry.get("value"), datasets=tuple(entry["datasets"]),
             basis=entry.get("basis", ""), over=over or "", margin=entry.get("margin"),
-            pooled=bool(entry.get("pooled", False))))
+            pooled=bool(entry.get("pooled", False)),
+            architectures=tuple(entry.get("architectures") or ())))
     return claims
 
 
@@ -426,9 +436,13 @@ def matched_best_verdict(claim: Claim, a: Estimate, rivals: list[Estimate]
 def stands_for(claim: Claim, study: str, config: dict[str, Any]) -> str | None:
     """The paper dataset ``study`` stands for in the claim's artifact: the artifact's own
     ``paper_dataset`` where the miniature runs that table on a stand-in (IHA Tables 4 and 9
-    on MNIST for Purchase-100(S)), else the study's."""
+    on MNIST for Purchase-100(S)), else the study's; None where the claim is made for other
+    architectures than the study's target."""
     settings = config["artifacts"].get(claim.artifact, {})
     study_config = config["studies"][study]
+    architecture = study_config.get("model", {}).get("arch")
+    if claim.architectures and architecture not in claim.architectures:
+        return None
     if study in settings.get("studies", ()):
         study_config = builders.with_paper_dataset(study_config, settings)
     return study_config.get("paper_dataset")
@@ -789,6 +803,8 @@ def _not_run_anywhere(claim: Claim) -> dict[str, Any]:
             "artifact": claim.artifact, "study": "", "paper_dataset": "", "metric": claim.metric,
             "verdict": "not run",
             "ours": (f"no study of this run stands in for {', '.join(claim.datasets)}"
+                     + (f" with a {' or '.join(claim.architectures)} target"
+                        if claim.architectures else "")
                      + (f" (the paper's {claim.artifact} needs {', '.join(needs)})"
                         if needs else ""))}
 
