@@ -12,7 +12,10 @@ from the step's entry modules on, transitively. Two kinds of module are read dif
   step's code, each step importing what it needs inside its function; their text and their
   module-level imports count, the imports inside their functions belong to the step that makes
   them, which names them as entries. So editing ``miarepro/uncertainty.py`` rescores, but
-  never retrains.
+  never retrains. An entry ``module:name,name`` counts of ``module``'s text only what the
+  named functions or classes reach (the definitions their bodies name, transitively) and its
+  statements outside any definition: a rule names the driver functions its script calls, so
+  editing ``pipeline.score`` rescores without retraining either.
 
 A package's ``__init__`` counts (as text) for every module in it, and the data files a module
 reads (:data:`DATA`) count with it: editing a claims file rebuilds the claims, editing a paper
@@ -95,7 +98,7 @@ def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -
 def modules(entries: Iterable[str]) -> frozenset[str]:
     """Every package module the entries run, by the rules of the module docstring."""
     seen: set[str] = set()
-    todo = list(entries)
+    todo = [entry.partition(":")[0] for entry in entries]
     while todo:
         module = todo.pop()
         if module in seen:
@@ -114,11 +117,46 @@ def modules(entries: Iterable[str]) -> frozenset[str]:
 def digest(entries: tuple[str, ...]) -> str:
     """A short hex digest of the source of every module the entries run, and of the data files
     those modules read (:data:`DATA`)."""
+    parts: dict[str, set[str]] = {}  # module -> the definitions counted, for ``module:names``
+    for entry in entries:
+        module, _, names = entry.partition(":")
+        if names:
+            parts.setdefault(module, set()).update(names.split(","))
+    whole = {entry for entry in entries if ":" not in entry}
     hasher = hashlib.sha256()
     for module in sorted(modules(entries)):
         source = source_file(module)
-        hasher.update(module.encode() + b"\0" + source.read_bytes() + b"\0")
+        text = (reached_source(module, frozenset(parts[module]))
+                if module in parts and module not in whole else source.read_text())
+        hasher.update(module.encode() + b"\0" + text.encode() + b"\0")
         for pattern in DATA.get(module, ()):
             for path in sorted(source.parent.glob(pattern)):
                 hasher.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return hasher.hexdigest()[:16]
+
+
+def reached_source(module: str, names: frozenset[str]) -> str:
+    """The text of ``module`` that its top-level functions or classes ``names`` run: their
+    definitions, those their bodies name (transitively), and every statement outside a
+    definition (imports, constants), decorators included; the rest of the module left out."""
+    import ast
+
+    text = source_file(module).read_text()
+    tree = ast.parse(text)
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    definitions = {node.name: node for node in tree.body if isinstance(node, kinds)}
+    missing = sorted(names - definitions.keys())
+    if missing:
+        raise ValueError(f"{module} defines no {', '.join(missing)}")
+    reached: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name not in reached:
+            reached.add(name)
+            todo += [node.id for node in ast.walk(definitions[name])
+                     if isinstance(node, ast.Name) and node.id in definitions]
+    lines = text.splitlines(keepends=True)
+    kept = [node for node in tree.body if not isinstance(node, kinds) or node.name in reached]
+    return "".join("".join(lines[min([node.lineno, *(d.lineno for d in getattr(
+        node, "decorator_list", ()))]) - 1 : node.end_lineno]) for node in kept)

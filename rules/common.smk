@@ -274,22 +274,26 @@ def scored_on_models(models: bool) -> str:
     return split_studies(lookaheads, models)
 
 
-def code(*entries):
+def code(steps, *entries):
     """The digest of the package code a step runs (:mod:`miarepro.provenance`), a param of
-    every rule: editing a module reruns the jobs that run it, and only those."""
-    return provenance.digest(("miarepro.pipeline", *entries))
+    every rule: editing a module reruns the jobs that run it, and only those. ``steps``
+    names the functions of :mod:`miarepro.pipeline` the rule's script calls (comma-separated):
+    of the driver, only what they reach counts."""
+    return provenance.digest((f"miarepro.pipeline:{steps}", *entries))
 
 
 @stored_signature
 def attack_code(wildcards):
     spec = get_attack(attack_entry(wildcards)["attack"])
     models = ("miarepro.training",) if spec.loads_models else ()  # StudyFiles rebuilds them
-    return code(spec.fn.__module__, "miarepro.uncertainty", "miarepro.metrics", *models)
+    return code("StudyFiles,score,measure", spec.fn.__module__, "miarepro.uncertainty",
+                "miarepro.metrics", *models)
 
 
 @stored_signature
 def fit_code(wildcards):
-    return code(get_attack(fit_settings(wildcards)["attack"]).fit.__module__, "miarepro.training")
+    return code("StudyFiles,fit", get_attack(fit_settings(wildcards)["attack"]).fit.__module__,
+                "miarepro.training")
 
 
 @stored_signature

@@ -11,7 +11,7 @@ rule dataset:
     params:
         spec=lambda wc: config["datasets"][wc.dataset],
         data_dir=config["data_dir"],
-        code=code("miarepro.data"),
+        code=code("make_dataset", "miarepro.data"),
     log:
         "logs/dataset/{dataset}.log",
     conda:
@@ -27,7 +27,7 @@ rule split:
         "results/studies/{study}/split.npz",
     params:
         spec=study_value("split"),
-        code=code("miarepro.splits"),
+        code=code("make_split", "miarepro.splits"),
     log:
         "logs/{study}/split.log",
     conda:

@@ -56,6 +56,34 @@ def test_an_edit_changes_the_digests_of_the_steps_that_run_it_only(package_copy)
     assert provenance.digest(TRAIN) != before["train"]
 
 
+def test_an_edit_of_one_step_of_the_driver_reruns_that_step_only(package_copy):
+    """A rule names the driver functions its script calls (``module:names``): editing
+    ``pipeline.score`` rescores without retraining, editing a helper both steps reach
+    (``peak_memory_mb``) changes both, and a misspelt step fails, naming it."""
+    train = ("miarepro.pipeline:train_several", "miarepro.training", "miarepro.boosting")
+    score = ("miarepro.pipeline:StudyFiles,score,measure", "miarepro.attacks.lira")
+    data = ("miarepro.pipeline:make_dataset", "miarepro.data")
+
+    def edited(function: str) -> dict[tuple[str, ...], str]:
+        path = package_copy / "pipeline.py"
+        path.write_text(path.read_text().replace(f"def {function}(", f"def {function}(  # edit\n",
+                                                 1))
+        provenance.digest.cache_clear()
+        return {entries: provenance.digest(entries) for entries in (train, score, data)}
+
+    before = {entries: provenance.digest(entries) for entries in (train, score, data)}
+    after = edited("_quantile_columns")  # a helper of score's, reached through it
+    assert after[score] != before[score]
+    assert after[train] == before[train] and after[data] == before[data]
+    again = edited("_train_torch")
+    assert again[train] != after[train] and again[score] == after[score]
+    last = edited("peak_memory_mb")
+    assert last[train] != again[train] and last[score] != again[score]
+    assert last[data] == before[data]
+    with pytest.raises(ValueError, match=r"miarepro\.pipeline defines no scor"):
+        provenance.digest(("miarepro.pipeline:scor",))
+
+
 def test_an_edit_of_a_data_file_changes_the_digests_of_the_artifacts_that_read_it(package_copy):
     """Claims files rebuild the claims only; paper numbers every artifact that prints them."""
     claims = ("miarepro.artifacts.builders", "miarepro.artifacts.claims")

@@ -484,7 +484,8 @@ def test_qmia_tables_on_catboost_targets(workflow):
 def test_editing_a_module_reruns_only_the_jobs_that_run_it(workflow, tmp_path):
     """Each rule's params carry a digest of the package modules its step runs
     (miarepro.provenance): in a copy of the workflow, editing attacks/lira.py reruns LiRA's
-    scores and what reads them, and nothing upstream."""
+    scores and what reads them, and nothing upstream; editing the driver's scoring step
+    (pipeline.measure) reruns every score job, and still nothing upstream."""
     repo = tmp_path / "repo"
     repo.mkdir()
     for part in ("Snakefile", "rules", "scripts", "miarepro", "envs", "report", "config"):
@@ -511,6 +512,12 @@ def test_editing_a_module_reruns_only_the_jobs_that_run_it(workflow, tmp_path):
     assert after.get("score", 0) == before.get("score", 0) + 1, (before, after)
     for rule in ("dataset", "split", "train", "fit"):
         assert after.get(rule, 0) == before.get(rule, 0), (rule, before, after)
+    driver = repo / "miarepro" / "pipeline.py"
+    driver.write_text(driver.read_text().replace("def measure(", "def measure(  # an edit\n"))
+    scoring = planned()
+    assert scoring.get("score", 0) > after.get("score", 0), (after, scoring)
+    for rule in ("dataset", "split", "train", "fit"):
+        assert scoring.get(rule, 0) == before.get(rule, 0), (rule, before, scoring)
 
 
 def test_report_groups_artifacts_by_paper_and_kind_with_captions(workflow):
