@@ -55,7 +55,7 @@ from report import emit  # benchmarks/report.py
 
 SEED_SHIFT = 100_000  # above any replicate's seed step, so no run repeats another's draw
 TESTABLE = ["holds", "fails", "inconclusive"]
-COUNTS = (5, 10, 20)  # replicate counts the prediction tries
+COUNTS = (5, 10, 20, 40)  # replicate counts the prediction tries
 
 
 def shifted(config: dict, shift: int) -> dict:
