@@ -262,12 +262,13 @@ def _scores(study, fitted, attack):
 
 
 @pytest.mark.parametrize(("attack", "auc"), [("yeom", 0.65), ("merlin", 0.65), ("subpop", 0.54),
-                                             ("subpop_natural", 0.54)])
+                                             ("subpop_natural", 0.54), ("subpop_blackbox", 0.5)])
 def test_attacks_separate_members_of_an_overfitted_target(study, fitted, attack, auc):
     """The loss and MERLIN separate members well. The subpopulation attacks separate them, but
     weakly: the crafted (or nearest) records share the victim's latent h with the target, and
     the victim's loss is a function of h, so much of the target's own signal cancels (measured
-    here: AUC 0.56 against the loss's 0.72; SUB-T2 shows the same on the MNIST study)."""
+    here: AUC 0.58 against the loss's 0.72; SUB-T2 shows the same on the MNIST study). The
+    black-box variant, whose generator learns its own encoder, is weaker still (0.55)."""
     card = json.loads((study[1] / "models" / "target" / "0.json").read_text())
     assert card["train_accuracy"] > 0.95 and card["test_accuracy"] < 0.8
     member, scores = _scores(study, fitted, attack)
