@@ -309,6 +309,18 @@ def test_a_claim_made_for_some_architectures_skips_studies_of_others():
         "no study of this run stands in for mnist, cifar10, cifar100, lfw with a lenet target")
 
 
+def test_a_claim_reads_the_papers_number_for_its_studys_target_model():
+    """QMIA's Table 1 prints ResNet-50's numbers only: a study standing for ResNet-10 reads
+    Table 6's ResNet-10 row for the same cell, a ResNet-50 study Table 1's."""
+    claim = next(c for c in cl.load_claims("qmia") if c.id == "QMIA-C1")
+    assert claim.artifact == "QMIA-T1"
+    assert [cl.claim_paper_value(claim, "cifar10", side, "resnet50")
+            for side in (claim.a, claim.b)] == [62.95, 48.56]
+    assert [cl.claim_paper_value(claim, "cifar10", side, "resnet10")
+            for side in (claim.a, claim.b)] == [62.69, 47.84]
+    assert cl.claim_paper_value(claim, "cifar10", claim.a, "resnet152") is None
+
+
 def test_no_claim_of_a_covered_paper_is_dropped():
     """A study of QMIA standing in for CIFAR-10 with none of the claims' attacks: every QMIA
     claim gets a row, "not run", saying what is missing (an attack of this study, or a study
