@@ -55,7 +55,8 @@ def layer_boundaries(model: nn.Sequential) -> list[int]:
 
 def split_at(model: nn.Sequential, k: int) -> tuple[nn.Sequential, nn.Sequential]:
     """Slice ``model`` before its module ``k``: ``h = model[:k]``, ``g = model[k:]``, where
-    dropout just below module ``k`` goes with ``g``.
+    dropout just below module ``k`` goes with ``g`` (with any ``Flatten`` between them, which
+    commutes with it: LeNet's ``Dropout, Flatten, Linear``).
 
     Both share the model's modules and parameters (nothing is copied), so ``g(h(x)) ==
     model(x)``. They are returned in eval mode, which switches the shared modules, and hence
@@ -70,8 +71,10 @@ def split_at(model: nn.Sequential, k: int) -> tuple[nn.Sequential, nn.Sequential
         raise ValueError(f"slice position {k} outside 0..{len(model) - 1}; "
                          f"layer boundaries: {layer_boundaries(model)}")
     start = k
-    while start > 0 and isinstance(model[start - 1], nn.Dropout):
+    while start > 0 and isinstance(model[start - 1], (nn.Dropout, nn.Flatten)):
         start -= 1
+    if not any(isinstance(module, nn.Dropout) for module in model[start:k]):
+        start = k  # no dropout below: the cut stays where it is, a Flatten with h
     return model[:start].eval(), model[start:].eval()
 
 

@@ -424,16 +424,18 @@ def test_an_attack_model_is_its_seeds_alone():
     assert not torch.equal(weights(3, drawn_before=0), weights(4, drawn_before=0))
 
 
-def test_a_lenet_target_is_attacked_at_each_of_its_layers():
+@pytest.mark.parametrize(("variant", "layers"), [("classic", 5), ("stolen_memories", 4)])
+def test_a_lenet_target_is_attacked_at_each_of_its_layers(variant, layers):
     """The LeNet-5 path of the default run's Figure 9: a fit with ``layers: all`` slices the
-    target before both convolutions and the three dense layers, scores every record at each,
-    and its meta model combines them."""
+    target before both convolutions and the dense layers, scores every record at each, and its
+    meta model combines them; the paper's LeNet with dropout below three of its cuts too (its
+    proxies train with that dropout)."""
     from miarepro.data import load_dataset
     from miarepro.influence import layer_boundaries
 
     dataset = load_dataset({"source": "digits", "layout": "mnist"})
     split = splits.make_split(len(dataset.y), SPLIT)
-    architecture = {"arch": "lenet"}
+    architecture = {"arch": "lenet", "variant": variant}
     recipe = {"optimizer": "adam", "lr": 1e-2, "epochs": 2, "batch_size": 64}
     trained = train_model(dataset.X, dataset.y, split["target_train"], architecture, recipe,
                           dataset.n_classes, seed=0)
@@ -442,6 +444,6 @@ def test_a_lenet_target_is_attacked_at_each_of_its_layers():
     arrays, info = get_attack("bayes_wb").fit(study, 0, layers="all", proxies=1, shadows=1,
                                               shadow_records=100, steps=2, epochs=2,
                                               displacement_widths=[0], meta_widths=[0])
-    assert info["layers"] == layer_boundaries(trained.model) and len(info["layers"]) == 5
-    assert arrays["bayes_wb"].shape == (5, len(dataset.y))
+    assert info["layers"] == layer_boundaries(trained.model) and len(info["layers"]) == layers
+    assert arrays["bayes_wb"].shape == (layers, len(dataset.y))
     assert np.isfinite(arrays["bayes_wb"]).all() and np.isfinite(arrays["bayes_wb_meta"]).all()
