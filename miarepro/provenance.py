@@ -138,9 +138,7 @@ def digest(entries: tuple[str, ...]) -> str:
 def reached_source(module: str, names: frozenset[str]) -> str:
     """The text of ``module`` that its top-level functions or classes ``names`` run: their
     definitions, those their bodies name (transitively), and every statement outside a
-    definition (imports, constants), decorators included; the rest of the module left out."""
-    import ast
-
+    definition (imports, constants) with the definitions it names; the rest left out."""
     text = source_file(module).read_text()
     tree = ast.parse(text)
     kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -148,15 +146,23 @@ def reached_source(module: str, names: frozenset[str]) -> str:
     missing = sorted(names - definitions.keys())
     if missing:
         raise ValueError(f"{module} defines no {', '.join(missing)}")
+
+    def named(node: ast.AST) -> list[str]:  # decorators, defaults and annotations included
+        return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in definitions]
+
     reached: set[str] = set()
-    todo = list(names)
+    todo = [*names, *(name for node in tree.body if not isinstance(node, kinds)
+                      for name in named(node))]
     while todo:
         name = todo.pop()
         if name not in reached:
             reached.add(name)
-            todo += [node.id for node in ast.walk(definitions[name])
-                     if isinstance(node, ast.Name) and node.id in definitions]
+            todo += named(definitions[name])
     lines = text.splitlines(keepends=True)
-    kept = [node for node in tree.body if not isinstance(node, kinds) or node.name in reached]
-    return "".join("".join(lines[min([node.lineno, *(d.lineno for d in getattr(
-        node, "decorator_list", ()))]) - 1 : node.end_lineno]) for node in kept)
+    return "".join("".join(lines[_first_line(node) - 1 : node.end_lineno]) for node in tree.body
+                   if not isinstance(node, kinds) or node.name in reached)
+
+
+def _first_line(node: ast.stmt) -> int:
+    """A statement's first line, its decorators' included."""
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])

@@ -84,6 +84,19 @@ def test_an_edit_of_one_step_of_the_driver_reruns_that_step_only(package_copy):
         provenance.digest(("miarepro.pipeline:scor",))
 
 
+def test_a_step_counts_what_its_definitions_and_the_module_level_statements_name(package_copy):
+    """A step's text is its definitions, what their bodies, decorators and defaults name, and
+    the module-level statements with what they name (a table of handlers); nothing else."""
+    (package_copy / "probe.py").write_text(
+        "import functools\n\n\ndef _handler():\n    return 1\n\n\n"
+        "HANDLERS = {'a': _handler}\n\n\ndef _default():\n    return 2\n\n\n"
+        "@functools.cache\ndef step(value=_default):\n    return HANDLERS['a']()\n\n\n"
+        "def other():\n    return 3\n")
+    text = provenance.reached_source("miarepro.probe", frozenset({"step"}))
+    assert all(f"def {name}" in text for name in ("_handler", "_default", "step"))
+    assert "HANDLERS =" in text and "@functools.cache" in text and "def other" not in text
+
+
 def test_an_edit_of_a_data_file_changes_the_digests_of_the_artifacts_that_read_it(package_copy):
     """Claims files rebuild the claims only; paper numbers every artifact that prints them."""
     claims = ("miarepro.artifacts.builders", "miarepro.artifacts.claims")
