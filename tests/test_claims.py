@@ -196,6 +196,9 @@ def test_ratio_verdict():
     ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: greater, a: {attack: bmia}, "
      "b: {attack: attack_p}, datasets: [purchase100], architectures: [lenet5]}",
      "C: architectures: unknown architecture 'lenet5' .did you mean 'lenet'"),
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: greater, a: {attack: bmia}, "
+     "b: {attack: attack_p}, datasets: [purchase100], architectures: lenet}",
+     "C: architectures: a list of architectures"),
 ])
 def test_bad_claims_are_rejected_by_name(text, message):
     with pytest.raises(ValueError, match=message):

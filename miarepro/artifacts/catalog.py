@@ -263,6 +263,13 @@ def paper_number(paper: str, dataset, attack, setting, metric: str,
     return paper_value(_values_of([paper]), dataset, attack, setting, metric, model)
 
 
+def model_number(paper: str, dataset, attack, setting, metric: str, model: str) -> float | None:
+    """The paper's number for one cell from a table that prints a row for target ``model``
+    (QMIA's Tables 6 and 7), or None where no table of the paper does."""
+    values = _values_of([paper])
+    return paper_value(values[values["model"] == model], dataset, attack, setting, metric, model)
+
+
 def for_model(papers: pd.DataFrame, model: str | None) -> pd.DataFrame:
     """The rows of ``model`` where a table has a row per target model (QMIA Tables 6 and 7);
     rows without a model apply to every model."""

@@ -168,6 +168,8 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
             if extra:
                 raise ValueError(f"{where}: {side}: unknown key(s) {extra}; known: "
                                  f"{sorted(SIDE_KEYS)}")
+        if not isinstance(entry.get("architectures", []), list):
+            raise ValueError(f"{where}: architectures: a list of architectures, such as [lenet]")
         for architecture in entry.get("architectures") or []:
             if architecture not in ARCHITECTURES:
                 raise ValueError(f"{where}: architectures: "
@@ -362,7 +364,7 @@ def claim_paper_value(claim: Claim, dataset: str, spec: dict[str, str],
     value = catalog.paper_value(values, *cell)
     if value is None and model and not values.empty and not values["model"].isin(
             ["", model]).any():
-        value = catalog.paper_number(claim.paper, *cell)
+        value = catalog.model_number(claim.paper, *cell)
     return value
 
 
