@@ -268,7 +268,9 @@ def test_attacks_separate_members_of_an_overfitted_target(study, fitted, attack,
     weakly: the crafted (or nearest) records share the victim's latent h with the target, and
     the victim's loss is a function of h, so much of the target's own signal cancels (measured
     here: AUC 0.58 against the loss's 0.72; SUB-T2 shows the same on the MNIST study). The
-    black-box variant, whose generator learns its own encoder, is weaker still (0.55)."""
+    black-box variant, whose generator learns its own encoder, is weaker still (0.55): its
+    bound is chance, which a reversed score or a crafted record scored with another label
+    would fall below, with room for another machine's rounding of the GAN's training."""
     card = json.loads((study[1] / "models" / "target" / "0.json").read_text())
     assert card["train_accuracy"] > 0.95 and card["test_accuracy"] < 0.8
     member, scores = _scores(study, fitted, attack)
