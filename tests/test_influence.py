@@ -78,9 +78,10 @@ def test_split_composes_to_the_model_in_eval_mode():
     for k in layer_boundaries(model):
         h, g = split_at(model, k)
         assert not h.training and not g.training
-        assert g[len(g) - (len(model) - k)] is model[k]  # shared modules and parameters
-        below = g[: len(g) - (len(model) - k)]  # the dropout just below the cut goes with g
-        assert all(isinstance(m, (nn.Dropout, nn.Flatten)) for m in below)
+        cut = len(g) - (len(model) - k)  # model[k]'s place in g
+        assert g[cut] is model[k]  # shared modules, so shared parameters
+        # the dropout just below the cut goes with g
+        assert all(isinstance(m, (nn.Dropout, nn.Flatten)) for m in g[:cut])
         assert len(h) + len(g) == len(model)
         assert not any(isinstance(m, nn.Dropout) for m in h[-2:])  # LeNet: Dropout, Flatten
         assert {id(p) for p in [*h.parameters(), *g.parameters()]} == {

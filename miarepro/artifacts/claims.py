@@ -168,9 +168,10 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
             if extra:
                 raise ValueError(f"{where}: {side}: unknown key(s) {extra}; known: "
                                  f"{sorted(SIDE_KEYS)}")
-        if not isinstance(entry.get("architectures", []), list):
+        architectures = entry.get("architectures", [])
+        if not isinstance(architectures, list):
             raise ValueError(f"{where}: architectures: a list of architectures, such as [lenet]")
-        for architecture in entry.get("architectures") or []:
+        for architecture in architectures:
             if architecture not in ARCHITECTURES:
                 raise ValueError(f"{where}: architectures: "
                                  + unknown("architecture", architecture, ARCHITECTURES))
@@ -183,7 +184,7 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
             b=entry.get("b"), value=entry.get("value"), datasets=tuple(entry["datasets"]),
             basis=entry.get("basis", ""), over=over or "", margin=entry.get("margin"),
             pooled=bool(entry.get("pooled", False)),
-            architectures=tuple(entry.get("architectures") or ())))
+            architectures=tuple(architectures)))
     return claims
 
 
