@@ -138,6 +138,20 @@ def test_outputs_exist_with_expected_content(workflow):
             "train_seconds"} <= set(card)
 
 
+def test_no_figure_is_cut_off_at_its_edges(workflow):
+    """Nothing is drawn on a figure's outermost pixels: a title wrapped to a fixed number of
+    characters ran off both sides of single-panel figures (SM-F6's long title here)."""
+    from matplotlib.image import imread
+
+    figures = sorted((workflow / "results" / "artifacts").glob("*.png"))
+    assert len(figures) >= 8
+    for path in figures:
+        pixels = imread(path)[..., :3].min(axis=2)  # the darkest channel, 1 = white
+        edges = np.concatenate([pixels[:2].ravel(), pixels[-2:].ravel(),
+                                pixels[:, :2].ravel(), pixels[:, -2:].ravel()])
+        assert edges.min() > 0.95, path.name
+
+
 def test_a_run_says_how_many_models_it_trains_before_its_first_job(workflow):
     log = (workflow / "first-run.log").read_text()
     trained = len(list((workflow / "results" / "studies").glob("*/models/*/*.pt")))

@@ -141,7 +141,9 @@ TINY = {
         "SM-F5": {"builder": "bars", "studies": ["sm"],
                   "attacks": ["omniscient", "bayes-wb", "general-wb"],
                   "metrics": ["advantage", "precision@cal90"]},
-        "SM-F6": {"builder": "displacement_sweep", "studies": ["sm"], "attacks": ["general-wb"]},
+        "SM-F6": {"builder": "displacement_sweep", "studies": ["sm"], "attacks": ["general-wb"],
+                  "title": "Figure 6 in small: general-wb's validation against its test accuracy "
+                           "over the widths of its displacements and meta model"},
         "SM-F1a": {"builder": "influence_explanations", "studies": ["sm"]},
         "SM-F8": {"builder": "dataset_size_trend", "studies": ["sm"],
                   "attacks": ["bayes-wb", "general-wb"], "metrics": ["accuracy"]},

@@ -48,6 +48,19 @@ def error_bars(value: Any, low: Any, high: Any) -> list[np.ndarray]:
             np.maximum(np.asarray(high, dtype=float) - value, 0)]
 
 
+#: a line's width in characters per point of font size and inch of figure: the mean advance of
+#: a character of the figures' sans-serif font is about 0.55 em (72 points to the inch), less
+#: a margin
+_CHARACTERS_PER_POINT_INCH = 72 / 0.6
+
+
+def title(figure: Any, text: str, fontsize: float = 9) -> None:
+    """The figure's title, wrapped to the figure's width. A fixed number of characters per
+    line cut the title of a narrow figure (a single panel) off at both sides."""
+    width = int(figure.get_figwidth() * _CHARACTERS_PER_POINT_INCH / fontsize)
+    figure.suptitle(textwrap.fill(text, max(width, 20)), fontsize=fontsize)
+
+
 def _save(figure: Any, prefix: str) -> None:
     import matplotlib.pyplot as plt
 
@@ -90,7 +103,7 @@ def roc_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pref
         axis.set(xscale="log", yscale="log", xlim=(floor, 1), ylim=(floor, 1),
                  xlabel="False positive rate", ylabel="True positive rate", title=study)
         axis.legend(fontsize=6.5, loc="center left", bbox_to_anchor=(1.02, 0.5))
-    figure.suptitle(textwrap.fill(settings.get("title", name), 70 * len(studies)), fontsize=9)
+    title(figure, settings.get("title", name))
     _save(figure, prefix)
 
 
@@ -161,7 +174,7 @@ def sweep_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
                  title=metric + (" (n/r points left out)" if len(missing) else ""))
         if len(series) > 1:
             axis.legend(title=settings.get("series"), fontsize=7)
-    figure.suptitle(textwrap.fill(f"{settings.get('title', name)} [{study}]", 90), fontsize=9)
+    title(figure, f"{settings.get('title', name)} [{study}]")
     _save(figure, prefix)
 
 
@@ -210,9 +223,8 @@ def grid_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pre
             axis.add_patch(plt.Rectangle((studies.index(best[study]), k), 1, 1, fill=False,
                                          edgecolor="red", lw=2))
     axis.set(xlabel="reference architecture", ylabel="target architecture")
-    figure.suptitle(textwrap.fill(
-        f"{settings.get('title', name)}: the matched reference is best (red frame) for "
-        f"{matched} of {len(studies)} targets", 80), fontsize=9)
+    title(figure, f"{settings.get('title', name)}: the matched reference is best (red frame) "
+                  f"for {matched} of {len(studies)} targets")
     _save(figure, prefix)
 
 
@@ -266,5 +278,5 @@ def bars_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
         percent = uncertainty.percent_scale(metric) == 100
         axis.set(ylabel=f"{metric}" + (" (%)" if percent else ""), title=metric)
     axes[0][-1].legend(fontsize=7, loc="best")
-    figure.suptitle(textwrap.fill(settings.get("title", name), 90), fontsize=9)
+    title(figure, settings.get("title", name))
     _save(figure, prefix)

@@ -3,14 +3,13 @@ and Figure 6, general-wb's validation against test accuracy over its (n_D, n_M) 
 
 from __future__ import annotations
 
-import textwrap
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from miarepro import io, splits
-from miarepro.artifacts.figures import _save, error_bars, palette, pyplot
+from miarepro.artifacts.figures import _save, error_bars, palette, pyplot, title
 from miarepro.artifacts.results import RESULTS, studies_of
 from miarepro.paths import model_home
 
@@ -65,9 +64,8 @@ def two_gaussians(name: str, settings: dict[str, Any], config: dict[str, Any],
     axis.plot([point], [0], "k^", markersize=8, clip_on=False, label="a training point x")
     axis.set(xlabel=f"feature {j} of class {cls}", ylabel="density")
     axis.legend(fontsize=7)
-    figure.suptitle(textwrap.fill(f"{settings.get('title', name)} [{study}, target 0: "
-                                  f"{int((y[train] == cls).sum())} training records]", 80),
-                    fontsize=9)
+    title(figure, f"{settings.get('title', name)} [{study}, target 0: "
+                  f"{int((y[train] == cls).sum())} training records]")
     _save(figure, prefix)
 
 
@@ -121,10 +119,9 @@ def displacement_sweep(name: str, settings: dict[str, Any], config: dict[str, An
     axis.set(ylabel="attack accuracy (%)")
     axis.legend(fontsize=7)
     same = mean["validation"].idxmax() == mean["test"].idxmax()
-    figure.suptitle(textwrap.fill(
-        f"{settings.get('title', name)} [{study}]: best validation {mean['validation'].idxmax()}"
-        f", best test {mean['test'].idxmax()} ({'the same' if same else 'different'})", 90),
-        fontsize=9)
+    title(figure, f"{settings.get('title', name)} [{study}]: best validation "
+                  f"{mean['validation'].idxmax()}, best test {mean['test'].idxmax()} "
+                  f"({'the same' if same else 'different'})")
     _save(figure, prefix)
 
 
@@ -160,7 +157,7 @@ def dp_utility(name: str, settings: dict[str, Any], config: dict[str, Any],
     axis.set_xticks(ticks, [f"{t:g}" if t != at_infinity else "no DP" for t in ticks])
     axis.set(xlabel="epsilon spent (RDP accountant)", ylabel="accuracy (%)")
     axis.legend(fontsize=7)
-    figure.suptitle(textwrap.fill(settings.get("title", name), 80), fontsize=9)
+    title(figure, settings.get("title", name))
     _save(figure, prefix)
 
 
@@ -212,7 +209,7 @@ def dataset_size_trend(name: str, settings: dict[str, Any], config: dict[str, An
     axis.set_xscale("log")
     axis.set(xlabel="records in the dataset", ylabel=f"{metric} (%)")
     axis.legend(fontsize=7)
-    figure.suptitle(textwrap.fill(settings.get("title", name), 80), fontsize=9)
+    title(figure, settings.get("title", name))
     _save(figure, prefix)
 
 
@@ -266,7 +263,6 @@ def influence_explanations(name: str, settings: dict[str, Any], config: dict[str
         axes[2, 2 * k + 1].set_title(f"influence x input ({cls})", fontsize=6)
     for axis in axes.ravel():
         axis.set_axis_off()
-    figure.suptitle(textwrap.fill(
-        f"{settings.get('title', name)} [{study}, target 0; qualitative: red pixels raise the "
-        f"class-{cls} logit, blue lower it]", 90), fontsize=8)
+    title(figure, f"{settings.get('title', name)} [{study}, target 0; qualitative: red pixels "
+                  f"raise the class-{cls} logit, blue lower it]", fontsize=8)
     _save(figure, prefix)

@@ -3,7 +3,6 @@ records beside their crafted subpopulations)."""
 
 from __future__ import annotations
 
-import textwrap
 from typing import Any
 
 import numpy as np
@@ -11,7 +10,7 @@ import pandas as pd
 
 from miarepro import io, splits
 from miarepro.artifacts.catalog import paper_value, paper_values
-from miarepro.artifacts.figures import _save, pyplot
+from miarepro.artifacts.figures import _save, pyplot, title
 from miarepro.artifacts.model_tables import _write
 from miarepro.artifacts.registry import TRAIN_MINUTES
 from miarepro.artifacts.results import RESULTS, studies_of
@@ -208,9 +207,8 @@ def subpopulation_examples(name: str, settings: dict[str, Any], config: dict[str
     axis.axvline(beta, ls=":", color="grey")
     axis.set(xscale="log", xlabel="noise scale β", ylim=(0, 100),
              ylabel="crafted records of the target's class (%)")
-    figure.suptitle(textwrap.fill(
-        f"{settings.get('title', name)} [{study}: first column the audited record, then "
-        f"{columns} of its crafted records at β = {beta:g}]", 110), fontsize=8)
+    title(figure, f"{settings.get('title', name)} [{study}: first column the audited record, "
+                  f"then {columns} of its crafted records at β = {beta:g}]", fontsize=8)
     _save(figure, prefix)
 
 

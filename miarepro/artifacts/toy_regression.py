@@ -184,7 +184,7 @@ def toy_regression_curves(settings: dict[str, Any], data_dir: str | Path = "data
 def toy_regression_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
                           prefix: str) -> None:
     """BMIA Figure 1: two panels, the training points with each model's median and 90% band."""
-    from miarepro.artifacts.figures import _save, palette, pyplot
+    from miarepro.artifacts.figures import _save, palette, pyplot, title
 
     curves = toy_regression_curves(settings, config.get("data_dir", "data"))
     plt = pyplot()
@@ -205,5 +205,5 @@ def toy_regression_figure(name: str, settings: dict[str, Any], config: dict[str,
                        f"at ±3: {widths[-3.0]:.3f}/{widths[3.0]:.3f}")
         axis.legend(fontsize=7, loc="lower left")
     axes[0].set_ylabel("y")
-    figure.suptitle(settings.get("title", name), fontsize=9)
+    title(figure, settings.get("title", name))
     _save(figure, prefix)
