@@ -398,3 +398,20 @@ def test_an_attacks_estimates_are_made_once_per_job_and_equal_those_made_afresh(
         assert (made.value, made.method) == (fresh.value, fresh.method)
         np.testing.assert_array_equal(made.draws, fresh.draws)
         np.testing.assert_array_equal(made.null, fresh.null)
+
+
+def test_shown_intervals_are_clipped_to_each_metric_s_range():
+    """A rate's interval stops at 0 and 1, an advantage's (TPR - FPR) at -1 and 1: clipped at
+    0, an attack at chance read "advantage [0, 17.5]" beside its accuracy's [46.4, 58.7]."""
+    from miarepro.artifacts.results import estimate_columns
+
+    straddling = u.Estimate(0.05, np.array([-0.1, 0.05, 0.2]), "replicates")
+    low, high = straddling.interval()
+    assert low < 0 < high
+    for metric in ("advantage", "advantage@cal"):
+        row = estimate_columns(metric, straddling)
+        assert (row[f"{metric}_low"], row[f"{metric}_high"]) == pytest.approx((low, high))
+    rate = estimate_columns("tpr@1%", straddling)
+    assert (rate["tpr@1%_low"], rate["tpr@1%_high"]) == pytest.approx((0.0, high))
+    wide = u.Estimate(0.0, np.array([-0.9, 0.0, 0.9]), "replicates")
+    assert estimate_columns("advantage", wide)["advantage_low"] == -1.0

@@ -28,6 +28,9 @@ def pyplot(style: str = "whitegrid") -> Any:
     import matplotlib.pyplot as plt
 
     plt.style.use(["default", f"seaborn-v0_8-{style}", "seaborn-v0_8-paper"])
+    # the seaborn styles draw markers without an edge, and error bars' caps are markers: with
+    # no edge, every interval lost its caps and one series' bar hid another's end
+    plt.rcParams["lines.markeredgewidth"] = 1.0
     return plt
 
 
@@ -72,41 +75,59 @@ def _save(figure: Any, prefix: str) -> None:
 
 
 def roc_figure(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
-    """Log-log ROC curves (low-FPR regime, as Carlini et al. advocate), one panel per study."""
+    """Log-log ROC curves (low-FPR regime, as Carlini et al. advocate), one panel per study.
+
+    Grey: the FPRs that no curve's audit resolves (fewer than
+    :data:`~miarepro.uncertainty.MIN_EXCEEDANCES` non-members above them). A curve whose own
+    audit is smaller (IHA's 100 records beside the full audit) is faded where only it cannot
+    resolve the FPR, so that one small audit does not grey out every other curve. Past ten
+    curves the colours repeat with dashed, then dotted lines."""
     plt = pyplot()
     studies = studies_of(settings, config)
-    figure, axes = plt.subplots(1, len(studies), figsize=(7.2 * len(studies), 4.2), squeeze=False)
+    wanted = {study: settings.get("attacks", list(config["studies"][study]["attacks"]))
+              for study in studies}
+    width = 7.2 if max(len(attacks) for attacks in wanted.values()) <= 10 else 9.0  # legend
+    figure, axes = plt.subplots(1, len(studies), figsize=(width * len(studies), 4.2),
+                                squeeze=False)
     for axis, study in zip(axes[0], studies, strict=True):
         study_config = config["studies"][study]
-        wanted = settings.get("attacks", list(study_config["attacks"]))
-        floor, limit = 1.0, 0.0  # axis floor; smallest FPR every target's audit resolves
-        for colour, attack in zip(palette(len(wanted)), wanted, strict=True):
+        curves = []  # (label, fpr, tpr, the smallest FPR its audit resolves)
+        floor = 1.0  # the axes' floor: one pooled non-member of the largest audit
+        for attack in wanted[study]:
             label = study_config["attacks"][attack].get("label", attack)
             auc = res.estimate_columns("auc", res.attack_estimates(RESULTS, study, attack)["auc"])
+            members, nonmembers = res.audit_size(RESULTS, study, attack)
             if not auc["auc_resolvable"]:  # a curve through a handful of records says nothing
-                members, nonmembers = res.audit_size(RESULTS, study, attack)
-                axis.plot([], [], " ", label=f"{label}: not drawn, {members} / {nonmembers} "
-                                             "records (n/r)")
+                curves.append((f"{label}: not drawn, {members} / {nonmembers} records (n/r)",
+                               None, None, None))
                 continue
             scores = io.read_table(res.score_path(RESULTS, study, attack))
-            fpr, tpr = res.roc_points(scores)
-            axis.plot(fpr, tpr, color=colour, lw=1.4,
-                      label=f"{label} (AUC {res.format_estimate(auc, 'auc')})")
             floor = min(floor, 1.0 / max(int((~scores["member"]).sum()), 1))
-            limit = max(limit, uncertainty.MIN_EXCEEDANCES / res.audit_size(RESULTS, study,
-                                                                            attack)[1])
+            curves.append((f"{label} (AUC {res.format_estimate(auc, 'auc')})",
+                           *res.roc_points(scores), uncertainty.MIN_EXCEEDANCES / nonmembers))
+        shared = min((curve[3] for curve in curves if curve[1] is not None), default=1.0)
+        for k, (label, fpr, tpr, limit) in enumerate(curves):
+            colour, style = COLORBLIND[k % len(COLORBLIND)], ("-", "--", ":")[k // 10 % 3]
+            if fpr is None:
+                axis.plot([], [], " ", label=label)
+                continue
+            if limit > shared:  # faded where only this curve's smaller audit cannot resolve
+                label += f"; faded: n/r below FPR {limit:.2g}"
+                cut = int(np.searchsorted(fpr, limit))  # fpr ascends: the two parts meet
+                axis.plot(fpr[:cut + 1], tpr[:cut + 1], color=colour, ls=style, lw=1.4,
+                          alpha=0.3)
+                fpr, tpr = fpr[cut:], tpr[cut:]
+            axis.plot(fpr, tpr, color=colour, ls=style, lw=1.4, label=label)
         grid = np.logspace(np.log10(floor), 0, 50)
         axis.plot(grid, grid, ls="--", color="grey", lw=0.8, label="chance")
-        if limit > floor:
-            axis.axvspan(floor, min(limit, 1.0), lw=0, color="0.92",
+        if shared > floor:
+            axis.axvspan(floor, min(shared, 1.0), lw=0, color="0.92",
                          label="FPR the audit cannot resolve")
         axis.set(xscale="log", yscale="log", xlim=(floor, 1), ylim=(floor, 1),
                  xlabel="False positive rate", ylabel="True positive rate", title=study)
         axis.legend(fontsize=6.5, loc="center left", bbox_to_anchor=(1.02, 0.5))
     title(figure, settings.get("title", name))
     _save(figure, prefix)
-
-
 
 
 def sweep_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
@@ -150,7 +171,7 @@ def sweep_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
                                 squeeze=False)
     series = list(dict.fromkeys(table["series"]))
     colours = dict(zip(series, palette(len(series)), strict=True))
-    for axis, metric in zip(axes[0], metrics, strict=True):
+    for axis, metric in zip(axes.ravel(), metrics, strict=True):
         part = table[(table["metric"] == metric) & table["resolvable"]]
         for k, (label, group) in enumerate(part.groupby("series", sort=False)):
             group = group.sort_values("x") if numeric else group
@@ -223,8 +244,8 @@ def grid_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pre
             axis.add_patch(plt.Rectangle((studies.index(best[study]), k), 1, 1, fill=False,
                                          edgecolor="red", lw=2))
     axis.set(xlabel="reference architecture", ylabel="target architecture")
-    title(figure, f"{settings.get('title', name)}: the matched reference is best (red frame) "
-                  f"for {matched} of {len(studies)} targets")
+    title(figure, f"{settings.get('title', name)}. Red frame: each target's best reference; "
+                  f"the matched one (diagonal) is best for {matched} of {len(studies)} targets")
     _save(figure, prefix)
 
 
@@ -258,13 +279,16 @@ def bars_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
     table = pd.DataFrame(rows)
     plt = pyplot()
     metrics = list(settings["metrics"])
-    figure, axes = plt.subplots(1, len(metrics), figsize=(
-        max(4.2, 1.1 * len(studies) + 2) * len(metrics), 3.8), squeeze=False)
+    columns = len(metrics) if len(metrics) <= 2 else 1  # three side by side ran 22 in wide
+    rows = len(metrics) // columns
+    figure, axes = plt.subplots(rows, columns, figsize=(
+        max(4.2, 1.1 * len(studies) + 2) * columns, 3.8 if rows == 1 else 3.0 * rows),
+        squeeze=False)
     series = list(dict.fromkeys(table["attack"]))  # instances: one label may vary by study
     labels = table.drop_duplicates("attack").set_index("attack")["label"]
     colours = dict(zip(series, palette(len(series)), strict=True))
     width = 0.8 / len(series)
-    for axis, metric in zip(axes[0], metrics, strict=True):
+    for axis, metric in zip(axes.ravel(), metrics, strict=True):
         part = table[(table["metric"] == metric) & table["resolvable"]]
         for k, attack in enumerate(series):
             group = part[part["attack"] == attack]
@@ -277,6 +301,7 @@ def bars_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
                         fontsize=7)
         percent = uncertainty.percent_scale(metric) == 100
         axis.set(ylabel=f"{metric}" + (" (%)" if percent else ""), title=metric)
-    axes[0][-1].legend(fontsize=7, loc="best")
+    # beside the last panel, never over a bar
+    axes.ravel()[-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     title(figure, settings.get("title", name))
     _save(figure, prefix)

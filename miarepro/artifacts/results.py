@@ -148,13 +148,14 @@ def estimate_columns(metric: str, estimate: uncertainty.Estimate,
                      clip: bool = True) -> dict[str, Any]:
     """``{m, m_low, m_high, m_resolvable}``; values are NaN where not resolvable.
 
-    Rates live in [0, 1], so a Student-t interval over a few targets is clipped to it; a
-    difference of two metrics (``clip=False``), a pinball loss (in score units) and a cost
-    (minutes) are not.
+    Rates live in [0, 1] and an advantage (TPR - FPR) in [-1, 1], so a Student-t interval
+    over a few targets is clipped to the metric's range; a difference of two metrics
+    (``clip=False``), a pinball loss (in score units) and a cost (minutes) are not.
     """
     low, high = estimate.interval()
     if clip and not metric.startswith("pinball") and metric not in COSTS:
-        low, high = np.clip([low, high], 0.0, 1.0)
+        floor = -1.0 if metric.split("@")[0] == "advantage" else 0.0
+        low, high = np.clip([low, high], floor, 1.0)
     shown = estimate.resolvable
     return {metric: estimate.value if shown else math.nan,
             f"{metric}_low": float(low) if shown else math.nan,
