@@ -233,6 +233,10 @@ def test_a_claim_compares_its_attacks_on_the_records_both_score():
     assert cl._sides(claim("iha", "l"), "s", config)[2] == ["iha-40", "l-attack"]
     assert cl._sides(claim("l", "lira_l"), "s", config)[2] == ["l-attack", "lira-l"]
     assert cl._sides(claim("iha", "loss"), "s", config)[2] == ["iha", "loss"]
+    # a row compared on a subset says so: the study's tables read the whole audit
+    assert cl._subset(study, ["iha-40", "l-attack"]) == (
+        "; on the 40 audited records per target that `iha-40` scores")
+    assert cl._subset(study, ["iha", "loss"]) == ""
 
 
 def test_a_bound_and_a_side_measured_by_another_metric_are_evaluated(monkeypatch):
@@ -292,6 +296,7 @@ def test_regime_says_within_2x_only_where_both_values_exist():
     assert "yes" not in row["without"] and "nan" not in row["without"]
     assert row["without"].endswith("| — | — | — |")
     assert row["gap only"].endswith("| — | — | gap: no |")
+    assert "- gap only: r" in lines and not any("nan" in line for line in lines)  # no source
 
 
 def test_a_claim_made_for_some_architectures_skips_studies_of_others():
@@ -816,3 +821,32 @@ def test_a_claim_row_shows_our_numbers_in_the_papers_units():
     assert "; difference -1.00 [" in text
     iha = next(c for c in cl.load_claims("iha") if c.metric == "auc")
     assert cl._describe(iha, [ours], ours) == f"0.490 [{low / 100:.3f}, {high / 100:.3f}]"
+
+
+def test_a_row_links_the_artifact_that_shows_its_study():
+    """A claim made on BMIA's CIFAR-10 figure reads, on the Purchase study, the figure that
+    shows Purchase (BMIA-F3b); on QMIA's Table 1 (ResNet-50's), the ResNet-10 stand-in's
+    numbers are in Table 6, the paper table that lists it; with no such artifact, the claim's
+    own. A trend's decrease is named as one, from the smallest level to the largest."""
+    config = {"artifacts": {
+        "BMIA-F3a": {"builder": "sweep", "studies": ["cifar"]},
+        "BMIA-F3b": {"builder": "sweep", "studies": ["purchase"]},
+        "BMIA-F4": {"builder": "grid", "studies": ["purchase"]},
+        "QMIA-T1": {"builder": "paper_table", "studies": ["mlp4"]},
+        "QMIA-T3": {"builder": "accuracy_table", "studies": ["mlp1", "mlp4"]},
+        "QMIA-T6": {"builder": "paper_table", "studies": ["mlp1", "mlp4"]},
+        "QMIA-X1": {"builder": "fit_costs", "studies": ["mlp4"]}}}
+
+    def claim(paper, artifact, kind="greater"):
+        return cl.Claim("X", paper, artifact, "", "auc", kind, {"attack": "a"},
+                        {"attack": "b"}, None, ("d",))
+
+    assert cl.showing_artifact(claim("bmia", "BMIA-F3a"), ["purchase"], config) == "BMIA-F3b"
+    assert cl.showing_artifact(claim("bmia", "BMIA-F3a"), ["cifar"], config) == "BMIA-F3a"
+    assert cl.showing_artifact(claim("qmia", "QMIA-T1"), ["mlp1"], config) == "QMIA-T6"
+    assert cl.showing_artifact(claim("qmia", "QMIA-X1"), ["mlp1"], config) == "QMIA-X1"
+    assert cl.showing_artifact(claim("bmia", "BMIA-F3a"), ["purchase", "cifar"],
+                               config) == "BMIA-F3a"  # no one artifact shows both
+    falls = Estimate(0.1, np.array([0.08, 0.1, 0.12]), "replicates")
+    assert cl._quantity_text(claim("sm", "SM-F7", "decreases"), falls).startswith("decrease ")
+    assert cl._quantity_text(claim("sm", "SM-F7"), falls).startswith("difference ")

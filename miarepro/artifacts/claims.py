@@ -54,6 +54,7 @@ so that a reviewer can tell a verdict far from its boundary from one a rerun may
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -591,22 +592,32 @@ def _study_row(claim: Claim, study: str, sides: tuple, config: dict[str, Any]
         names = names + (_rivals(study_config, claim) or [None])
     row = _row(claim, study, dataset, *_paper_numbers(claim, dataset, specs, study_config))
     estimates = _side_estimates(claim, study, specs, names, config)
-    if isinstance(estimates, str):
+    if isinstance(estimates, str):  # it names what it needs: the claim's own artifact
         return {**row, "verdict": "not run", "ours": estimates}
-    rival, rivals = "", 1
+    row = _shown_in(row, showing_artifact(claim, [study], config))
+    rival, rivals, shown = "", 1, names
     if claim.kind == "matched_best":
         rivals = len(names) - 1
         outcome, quantity, index = matched_best_verdict(claim, estimates[0], estimates[1:])
-        estimates = [estimates[0], estimates[1 + index]]
-        rival = (f"; against {study_config['attacks'][names[1 + index]].get('label')}"
-                 f", the closest of {rivals} rivals (fails at a Bonferroni "
-                 "level over them)")
+        estimates, shown = [estimates[0], estimates[1 + index]], [names[0], names[1 + index]]
+        rival = (f"; the second is the closest of {rivals} rivals (the rule: it would fail "
+                 "at a Bonferroni level over them)")
     else:
         outcome, quantity = verdict(claim, estimates[0],
                                     estimates[1] if len(estimates) > 1 else None)
     return {**row, "verdict": outcome, "replicates": independent_runs(study, config),
-            "ours": _describe(claim, estimates, quantity) + rival,
+            "ours": _describe(claim, estimates, quantity, shown) + rival
+                    + _subset(study_config, names),
             **_quantity_columns(claim, study, outcome, quantity, rivals)}
+
+
+def _subset(study_config: dict[str, Any], names: list[str | None]) -> str:
+    """Where the sides are compared on a subset of the audit (IHA by conjugate gradients on
+    100 records), say so: the study's tables and its other rows read the whole audit."""
+    for name in names:
+        if name is not None and (records := _scored_records(study_config["attacks"][name])):
+            return f"; on the {records} audited records per target that `{name}` scores"
+    return ""
 
 
 def _paper_numbers(claim: Claim, dataset: str, specs: list[dict[str, str]],
@@ -649,8 +660,8 @@ def _pooled_rows(claim: Claim, config: dict[str, Any], studies: list[str]
                 of_dataset.setdefault(sides[0], []).append((study, sides))
     rows = []
     for dataset, found in of_dataset.items():
-        label = ", ".join(study for study, _ in found)
-        row = _row(claim, label, dataset, *_paper_numbers(
+        studies_there = [study for study, _ in found]
+        row = _row(claim, ", ".join(studies_there), dataset, *_paper_numbers(
             claim, dataset, found[0][1][1], config["studies"][found[0][0]]))
         estimates = [_side_estimates(claim, study, specs, names, config)
                      for study, (_, specs, names) in found]
@@ -666,11 +677,12 @@ def _pooled_rows(claim: Claim, config: dict[str, Any], studies: list[str]
         outcome = judge(claim, mean, at_chance)
         each = ", ".join(f"{study} {_in_paper_units(claim, quantity)}"
                          for (study, _), quantity in zip(found, quantities, strict=True))
-        rows.append({**row, "verdict": outcome, "replicates": min(
+        rows.append({**_shown_in(row, showing_artifact(claim, studies_there, config)),
+                     "verdict": outcome, "replicates": min(
                          independent_runs(study, config) for study, _ in found),
                      "ours": f"mean over {len(found)} studies: {_quantity_text(claim, mean)} "
                              f"({each})",
-                     **_quantity_columns(claim, label, outcome, mean)})
+                     **_quantity_columns(claim, row["study"], outcome, mean)})
     return rows
 
 
@@ -705,23 +717,54 @@ def _trend_rows(claim: Claim, config: dict[str, Any], studies: list[str]
                      for found, (_, _, attack) in zip(replicates, ends, strict=True)]
         outcome, quantity = verdict(claim, *estimates)
         pair = " vs ".join(study for _, study, _ in ends)
-        rows.append({**row, "study": pair, "verdict": outcome, "replicates": min(
+        shown = showing_artifact(claim, [study for _, study, _ in ends], config)
+        rows.append({**_shown_in(row, shown), "study": pair, "verdict": outcome,
+                     "replicates": min(
                          independent_runs(study, config) for _, study, _ in ends),
                      "ours": f"{claim.over} {ends[0][0]:g} vs {ends[1][0]:g}: "
-                             + _describe(claim, estimates, quantity),
+                             + _describe(claim, estimates, quantity,
+                                         [attack for _, _, attack in ends]),
                      **_quantity_columns(claim, pair, outcome, quantity)})
     return rows
 
 
 def _row(claim: Claim, study: str, dataset: str, paper_a: float | None = None,
          paper_b: float | None = None) -> dict[str, Any]:
-    """What every evaluated row of ``claims.csv`` opens with: the claim, where it is
-    evaluated, the paper's numbers and the command that rebuilds the claim's artifact."""
-    return {"claim": claim.id, "paper": claim.paper, "statement": claim.statement,
-            "artifact": claim.artifact, "study": study, "paper_dataset": dataset,
-            "metric": claim.metric, "paper_a": paper_a, "paper_b": paper_b,
-            "command": "snakemake --profile profiles/local "
-                       f"results/artifacts/{artifact_file(claim.artifact)}"}
+    """What every row of ``claims.csv`` on a study opens with: the claim, where it is
+    evaluated, the paper's numbers and the claim's artifact with the command that rebuilds it
+    (an evaluated row then links the artifact that shows its study: :func:`_shown_in`)."""
+    return _shown_in({"claim": claim.id, "paper": claim.paper, "statement": claim.statement,
+                      "artifact": claim.artifact, "study": study, "paper_dataset": dataset,
+                      "metric": claim.metric, "paper_a": paper_a, "paper_b": paper_b},
+                     claim.artifact)
+
+
+def _shown_in(row: dict[str, Any], artifact: str) -> dict[str, Any]:
+    """The row linked to ``artifact`` and the command that rebuilds it."""
+    return {**row, "artifact": artifact, "command": "snakemake --profile profiles/local "
+                                                    f"results/artifacts/{artifact_file(artifact)}"}
+
+
+def showing_artifact(claim: Claim, studies: list[str], config: dict[str, Any]) -> str:
+    """The artifact that shows an evaluated row's studies: the claim's own where it does, else the
+    paper's artifact of the same number (BMIA's Figure 3 on Purchase is BMIA-F3b beside
+    CIFAR-10's F3a) or, failing one, of the same builder (QMIA's ResNet-10 stand-in is in
+    Table 6, not ResNet-50's Table 1), that does; the claim's own where none does."""
+    artifacts = config["artifacts"]
+
+    def shows(name: str) -> bool:
+        listed = artifacts.get(name, {}).get("studies")
+        return listed is None or all(study in listed for study in studies)
+
+    if shows(claim.artifact):
+        return claim.artifact
+    number = claim.artifact.rstrip(string.ascii_lowercase)
+    builder = artifacts.get(claim.artifact, {}).get("builder")
+    of_paper = [name for name in artifacts if name.split("-")[0] == number.split("-")[0]
+                and name != claim.artifact and name in catalog.ARTIFACT_IDS and shows(name)]
+    same = ([name for name in of_paper if name.rstrip(string.ascii_lowercase) == number]
+            or [name for name in of_paper if artifacts[name].get("builder") == builder])
+    return same[0] if same else claim.artifact
 
 
 def _quantity_columns(claim: Claim, study: str, outcome: str, quantity: Estimate,
@@ -819,10 +862,15 @@ def _not_run_anywhere(claim: Claim) -> dict[str, Any]:
                         if needs else ""))}
 
 
-def _describe(claim: Claim, estimates: list[Estimate], quantity: Estimate) -> str:
-    """``7.06 [5.1, 9.0] vs 2.16 [1.4, 3.0]; difference 4.90 [2.9, 6.8]`` in paper units."""
-    shown = [res.format_estimate(res.estimate_columns(claim.metric, e), claim.metric,
-                                 claim.paper) for e in estimates]
+def _describe(claim: Claim, estimates: list[Estimate], quantity: Estimate,
+              names: list[str] | None = None) -> str:
+    """``7.06 [5.1, 9.0] vs 2.16 [1.4, 3.0]; difference 4.90 [2.9, 6.8]`` in paper units, each
+    side preceded by the name of the study's attack instance where ``names`` are given: a
+    reviewer finds it in the tables by that name, with its settings (LiRA with 8 references
+    standing for the paper's 16, say)."""
+    shown = [("" if names is None else f"`{name}` ") + res.format_estimate(
+        res.estimate_columns(claim.metric, e), claim.metric, claim.paper)
+        for e, name in zip(estimates, names or [None] * len(estimates), strict=True)]
     text = " vs ".join(shown)
     if len(estimates) > 1 and quantity.resolvable:
         text += "; " + _quantity_text(claim, quantity)
@@ -830,11 +878,14 @@ def _describe(claim: Claim, estimates: list[Estimate], quantity: Estimate) -> st
 
 
 def _quantity_text(claim: Claim, quantity: Estimate) -> str:
-    """``ratio 0.93 [0.80, 1.06]``, ``difference 4.90 [2.9, 6.8]`` or the value, in paper units."""
+    """``ratio 0.93 [0.80, 1.06]``, ``difference 4.90 [2.9, 6.8]`` (a trend's ``decrease`` or
+    ``increase`` from the smallest level to the largest) or the value, in paper units."""
     if claim.kind.startswith("ratio"):
         low, high = quantity.interval()
         return f"ratio {quantity.value:.2f} [{low:.2f}, {high:.2f}]"
-    return ("difference " if claim.kind in COMPARISONS else "") + res.format_estimate(
+    word = {"increases": "increase ", "decreases": "decrease "}.get(  # largest - smallest
+        claim.kind, "difference " if claim.kind in COMPARISONS else "")
+    return word + res.format_estimate(
         res.estimate_columns(claim.metric, quantity, clip=False), claim.metric, claim.paper)
 
 

@@ -80,9 +80,12 @@ def regime_markdown(frame: pd.DataFrame) -> list[str]:
                f"{res.format_estimate(_prefixed(row, 'tpr@1%'), 'tpr@1%')} / "
                f"{paper(row.get('paper_baseline_tpr@1%')) or '?'} | {verdict} |"
                if baseline else f"— | — | {verdict} |"))
-    lines.append("")
+    lines += ["", "A row is a study's first replicate, or the mean over its repetitions where "
+              "it replicates by repeating its partition split; the claims read every replicate, "
+              "so their numbers for a study run as generated copies (`-r1`, `-r2`) can differ "
+              "from its row. AUC is in the paper's units (Subpop's in percent).", ""]
     lines += [f"- {row['study']}: {row['reference']}" for row in frame.to_dict("records")
-              if row.get("reference")]
+              if not _missing(row.get("reference"))]
     return lines
 
 
