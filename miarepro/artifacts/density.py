@@ -13,7 +13,6 @@ non-member: a false positive.
 from __future__ import annotations
 
 import dataclasses
-import textwrap
 from typing import Any
 
 import numpy as np
@@ -98,7 +97,7 @@ def density_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
                    prefix: str) -> None:
     from scipy import stats  # here, not at the top: planning the DAG reads this module
 
-    from miarepro.artifacts.figures import _save, palette, pyplot
+    from miarepro.artifacts.figures import _save, palette, pyplot, title
     from miarepro.attacks import get_attack
     from miarepro.pipeline import attack_context
 
@@ -138,11 +137,11 @@ def density_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
         axis.plot(grid, curve, color=colour, label=f"{label} ({verdict})")
         axis.axvline(threshold, color=colour, ls="--", lw=1)
         if family == "bmia" and len(draws):
-            axis.hist(draws, bins=30, density=True, color=colour, alpha=0.25)
+            axis.hist(draws, bins=30, density=True, color=colour, alpha=0.25,
+                      label=f"{label}: its posterior draws")
     axis.axvline(target_score, color="black", lw=1.5, label=f"target score {target_score:.2f}")
     axis.set(xlabel="hinge score of the sample", ylabel="density of non-member scores")
     axis.legend(fontsize=7)
-    axis.set_title(textwrap.fill(
-        f"{settings.get('title', name)} [{study}, target 0, sample {sample}; dashed: "
-        f"thresholds at alpha = {ALPHA:g}]", 90), fontsize=9)
+    title(figure, f"{settings.get('title', name)} [{study}, target 0, sample {sample}; dashed: "
+                  f"thresholds at alpha = {ALPHA:g}]")
     _save(figure, prefix)

@@ -137,7 +137,8 @@ def sweep_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
     The attacks are instances of one study that differ in those parameters (BMIA's posterior
     sample count, Hessian structure, prior tuning, predictive). One panel per metric, with 95%
     intervals; ``seconds`` plots the attack's own scoring time. A numeric ``x`` gives lines, a
-    categorical one grouped bars. Points the audit cannot resolve are left out and listed.
+    categorical one points side by side per category. Points the audit cannot resolve are left
+    out and listed.
     """
     from miarepro.attacks import get_attack
 
@@ -176,18 +177,20 @@ def sweep_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
         for k, (label, group) in enumerate(part.groupby("series", sort=False)):
             group = group.sort_values("x") if numeric else group
             offset = (k - len(series) / 2 + 0.5) * 0.8 / len(series)
-            where = group["x"] if numeric else [ticks.index(x) + offset for x in group["x"]]
-            error = error_bars(group["value"], group["low"], group["high"])
-            if numeric:
-                axis.errorbar(where, group["value"], yerr=error, marker="o", capsize=3,
-                              color=colours[label], label=label or None)
-            else:
-                axis.bar(where, group["value"], width=0.8 / len(series), yerr=error,
-                         capsize=3, color=colours[label], label=label or None)
+            # series side by side, so that one's interval never hides another's
+            where = (group["x"] * (1 + 0.3 * offset) if numeric
+                     else [ticks.index(x) + offset for x in group["x"]])
+            axis.errorbar(where, group["value"], capsize=3, marker="o",
+                          yerr=error_bars(group["value"], group["low"], group["high"]),
+                          ls="-" if numeric else "none", color=colours[label],
+                          label=label or None)
         if numeric:
             axis.set_xscale("log")
-        else:
+            axis.minorticks_off()
+            axis.set_xticks(sorted(ticks), [f"{t:g}" for t in sorted(ticks)])
+        else:  # points, not bars from zero: the values compared are close to each other
             axis.set_xticks(range(len(ticks)), [str(t) for t in ticks])
+            axis.set_xlim(-0.6, len(ticks) - 0.4)
         percent = uncertainty.percent_scale(metric) == 100
         unit = " (s)" if metric == SECONDS else " (%)" if percent else ""
         missing = table[(table["metric"] == metric) & ~table["resolvable"]]
@@ -299,9 +302,15 @@ def bars_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
                      yerr=error_bars(group["value"], group["low"], group["high"]), capsize=2)
         axis.set_xticks(range(len(studies)), [textwrap.fill(s, 14) for s in studies],
                         fontsize=7)
+        if metric in settings.get("bounds", {}):
+            axis.axhline(settings["bounds"][metric], ls="--", color="0.3", lw=1,
+                         label=f"bound ({settings['bounds'][metric]:g})")
         percent = uncertainty.percent_scale(metric) == 100
         axis.set(ylabel=f"{metric}" + (" (%)" if percent else ""), title=metric)
-    # beside the last panel, never over a bar
-    axes.ravel()[-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    # beside the last panel, never over a bar; each label once, a bound's from its panel
+    entries = {label: handle for axis in axes.ravel()
+               for handle, label in zip(*axis.get_legend_handles_labels(), strict=True)}
+    axes.ravel()[-1].legend(entries.values(), entries.keys(), fontsize=7, loc="center left",
+                            bbox_to_anchor=(1.02, 0.5))
     title(figure, settings.get("title", name))
     _save(figure, prefix)

@@ -204,11 +204,14 @@ def subpopulation_examples(name: str, settings: dict[str, Any], config: dict[str
                                else "non-member", fontsize=6)
     axis = figure.add_subplot(grid[:, columns + 1 :])
     axis.plot(betas, np.multiply(kept, 100), marker="o")
-    axis.axvline(beta, ls=":", color="grey")
+    axis.axvline(beta, ls=":", color="grey", label=f"the attack's β = {beta:g}")
     axis.set(xscale="log", xlabel="noise scale β", ylim=(0, 100),
-             ylabel="crafted records of the target's class (%)")
+             ylabel="crafted records of the target's class (%)",
+             title=f"class kept, {len(sample)} audited records x 10")
+    axis.legend(fontsize=7, loc="lower left")
     title(figure, f"{settings.get('title', name)} [{study}: first column the audited record, "
-                  f"then {columns} of its crafted records at β = {beta:g}]", fontsize=8)
+                  f"then {columns} of its crafted records at β = {beta:g}; right: how many "
+                  "crafted records the victim puts in the audited record's class]", fontsize=8)
     _save(figure, prefix)
 
 

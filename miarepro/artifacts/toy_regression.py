@@ -195,8 +195,8 @@ def toy_regression_figure(name: str, settings: dict[str, Any], config: dict[str,
     for axis, (label, key) in zip(axes, panels, strict=True):
         model = curves[key]
         widths = model["widths"]
-        axis.scatter(curves["x"], curves["y"], s=4, color="grey", alpha=0.5, lw=0,
-                     label="training points")
+        axis.scatter(curves["x"], curves["y"], s=4, color="0.25", alpha=0.6, lw=0, zorder=3,
+                     label="training points")  # over the band and median: their density shows
         axis.fill_between(curves["grid"], model["lower"], model["upper"], color=colour,
                           alpha=0.3, lw=0, label="90% interval")
         axis.plot(curves["grid"], model["median"], color=colour, lw=1.4, label="median")
