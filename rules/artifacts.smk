@@ -40,6 +40,17 @@ rule figure:
         "../scripts/artifact.py"
 
 
+use rule figure as figure_with_data with:
+    output:
+        png=report("results/artifacts/{name}.png", caption="../report/figure.rst",
+                   category=report_category, subcategory=report_subcategory,
+                   labels=report_labels),
+        pdf="results/artifacts/{name}.pdf",
+        csv="results/artifacts/{name}.csv",  # the numbers the figure draws
+    wildcard_constraints:
+        name=artifacts_of_kind("figure", data=True),
+
+
 rule index:
     input:
         artifact_outputs(),

@@ -380,9 +380,11 @@ def artifact_outputs():
             for path in artifact_builders.BUILDERS[settings["builder"]].outputs(RESULTS, name,
                                                                                   config)]
 
-def artifacts_of_kind(kind):
+def artifacts_of_kind(kind, data=False):
+    """The artifacts one rule makes: tables, or figures with or without a CSV of their data."""
     names = [n for n, s in config["artifacts"].items()
-             if artifact_builders.BUILDERS[s["builder"]].kind == kind]
+             if (artifact_builders.BUILDERS[s["builder"]].kind, artifact_builders.BUILDERS[
+                 s["builder"]].data) == (kind, data)]
     return "|".join(re.escape(n) for n in names) or "^$"
 
 

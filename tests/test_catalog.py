@@ -326,6 +326,11 @@ def test_paper_rows_without_an_attack_instance_are_shown_as_not_run():
     shown = {(r["attack"], r["paper"], r["ours_text"]) for r in rows}
     assert shown == {("no_such_attack", 1.08, "not implemented yet"),
                      ("lira_offline (n=2)", 1.87, "not run in this study")}
+    # named as another study's instance of the row names it, where one exists
+    rows = _rows_not_run("BMIA-T1", papers, "s", study, {"metrics": ["tpr@1%"]},
+                         labels={("lira_offline", "n=2"): "LiRA offline (n=2)"})
+    assert {r["attack"] for r in rows} == {"no_such_attack", "LiRA offline (n=2)"}
+    assert {r["paper_attack"] for r in rows} == {"no_such_attack", "lira_offline"}
 
 
 def test_a_dataset_finds_the_number_printed_for_its_group_and_its_model() -> None:
@@ -362,3 +367,16 @@ def test_paper_seed_noise_beside_the_spread_over_our_targets(monkeypatch):
     assert builders._seed_noise({"ours_sd": float("nan"), "targets": 1, "paper_sd": None}) == (
         "— (1 target) / —")
     assert builders._seed_noise({"targets": float("nan")}) == "—"  # a row not run
+
+
+def test_a_table_lists_the_cells_its_paper_contradicts() -> None:
+    """QMIA's Table 1 and Table 6 print two ResNet-50 CIFAR-10 cells differently: the page of
+    each shows the doubt beside the number it copies; a table with no flagged cell lists none."""
+    doubts = cat.contradictions("QMIA-T1")
+    assert doubts == [
+        "- cifar10 resnet50 marginal, precision@1% = 48.56: [!] QMIA-T6 ResNet-50 gives 48.70 "
+        "(A15)",
+        "- cifar10 resnet50 qmia, precision@0.1% = 64.48: [!] QMIA-T6 ResNet-50 gives 59.68 "
+        "(A15)"]
+    assert cat.contradictions("SUB-T2") == []
+    assert cat.contradictions("SM-F5") == []  # a figure the paper prints no number for

@@ -15,7 +15,13 @@ import pandas as pd
 
 from miarepro import io, uncertainty
 from miarepro.artifacts import results as res
-from miarepro.artifacts.catalog import for_model, implemented, paper_number, paper_value
+from miarepro.artifacts.catalog import (
+    contradictions,
+    for_model,
+    implemented,
+    paper_number,
+    paper_value,
+)
 from miarepro.artifacts.regime import regime_markdown, regime_rows
 from miarepro.artifacts.registry import BUILDERS, COMPUTE
 from miarepro.artifacts.results import RESULTS, studies_of, studies_read
@@ -261,7 +267,8 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
                     "ours_text": (f"{row[metric]:.2f}" if metric == COMPUTE
                                   else res.format_estimate(row, metric, study_config["paper"])),
                 })
-        rows += _rows_not_run(name, papers, study, study_config, settings, default)
+        rows += _rows_not_run(name, papers, study, study_config, settings, default,
+                              _paper_labels(config))
     table = pd.DataFrame(rows)
     io.write_table(prefix + ".csv", table.drop(columns="ours_text"))
     noisy = set(table.loc[table["paper_sd"].notna(), "metric"]) if "paper_sd" in table else set()
@@ -291,6 +298,11 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
              interval_note(config), "", "## Regime", "",
              *regime_markdown(regime_rows(config, studies)), "", "## Results", "", *notes, "",
              _markdown(wide), ""]
+    if doubts := contradictions(name):
+        lines += ["## Cells the paper contradicts", "", "The paper column copies each number "
+                  "as printed; the paper contradicts these elsewhere (another table, a "
+                  "duplicated cell, a series that does not add up; the anomaly's number in "
+                  "the reproduction matrix in brackets):", "", *doubts, ""]
     io.write_text(prefix + ".md", "\n".join(lines))
 
 
@@ -306,10 +318,24 @@ def _seed_noise(row: dict[str, Any]) -> str:
     return f"{ours} / {'—' if paper is None or pd.isna(paper) else f'{paper:g}'}"
 
 
+def _paper_labels(config: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """``(paper attack, paper setting) -> label`` of the first instance anywhere in the config
+    that reproduces that row of a paper."""
+    labels: dict[tuple[str, str], str] = {}
+    for study_config in config["studies"].values():
+        for attack in study_config["attacks"].values():
+            if attack.get("paper_attack") and "label" in attack:
+                labels.setdefault((attack["paper_attack"], attack.get("paper_setting") or ""),
+                                  attack["label"])
+    return labels
+
+
 def _rows_not_run(name: str, papers: pd.DataFrame, study: str, study_config: dict[str, Any],
-                  settings: dict[str, Any], default: str = "") -> list[dict[str, Any]]:
+                  settings: dict[str, Any], default: str = "",
+                  labels: dict[tuple[str, str], str] | None = None) -> list[dict[str, Any]]:
     """The paper's rows for the study's dataset that none of its attack instances reproduces,
-    with the paper's numbers and why ours are missing, so a table never hides a row."""
+    with the paper's numbers and why ours are missing, so a table never hides a row. A row is
+    named as another study's instance of it names it (``labels``), else by its paper keys."""
     dataset, metrics = study_config.get("paper_dataset"), settings["metrics"]
     shown = settings.get("attacks", list(study_config["attacks"]))
     done = {(a.get("paper_attack"), a.get("paper_setting") or default)
@@ -322,8 +348,9 @@ def _rows_not_run(name: str, papers: pd.DataFrame, study: str, study_config: dic
             continue
         why = "not run in this study" if implemented(attack) else "not implemented yet"
         values = dict(zip(group["metric"], group["value"], strict=True))
+        key = f"{attack} ({setting})" if setting else attack
         rows += [{"artifact": name, "paper_dataset": dataset, "study": study,
-                  "attack": f"{attack} ({setting})" if setting else attack,
+                  "attack": (labels or {}).get((attack, setting or ""), key),
                   "paper_attack": attack, "setting": setting, "metric": metric,
                   "ours": float("nan"), "resolvable": False, "n_members": 0,
                   "n_nonmembers": 0, "paper": values.get(metric), "ours_text": why}

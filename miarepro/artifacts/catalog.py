@@ -256,6 +256,22 @@ def paper_values_of(artifact: str) -> pd.DataFrame:
     return paper_values(artifact)
 
 
+def contradictions(artifact: str) -> list[str]:
+    """Markdown bullets for the artifact's printed cells flagged ``[!]`` in ``note``: numbers
+    the paper contradicts elsewhere (another table, a duplicated cell, a total that does not
+    add up), so that a reader of the table sees the doubt beside the number it shows."""
+    values = paper_values_of(artifact)
+    if values.empty:
+        return []
+    flagged = values[values["note"].fillna("").str.contains("[!]", regex=False)]
+    bullets = []
+    for row in flagged.to_dict("records"):
+        cell = " ".join(str(row[key]) for key in ("dataset", "model", "attack", "setting")
+                        if not _missing(row[key]) and row[key])
+        bullets.append(f"- {cell}, {row['metric']} = {row['value']:g}: {row['note']}")
+    return bullets
+
+
 def paper_number(paper: str, dataset, attack, setting, metric: str,
                  model: str | None = None) -> float | None:
     """The paper's first printed number for one (dataset, attack, setting, metric) cell, for

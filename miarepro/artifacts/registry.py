@@ -44,6 +44,8 @@ class Builder:
     #: it reads the attacks' per-record scores (ROC curves, decision agreement), not only
     #: their metrics
     scores: bool = False
+    #: a figure that also writes the numbers it draws as a CSV beside it
+    data: bool = False
 
     @property
     def reads_studies(self) -> bool:
@@ -51,7 +53,8 @@ class Builder:
         return "studies" in self.keys
 
     def outputs(self, results: str, name: str, config: dict[str, Any]) -> list[str]:
-        return [f"{results}/artifacts/{name}{suffix}" for suffix in SUFFIXES[self.kind]]
+        suffixes = SUFFIXES[self.kind] + ((".csv",) if self.data else ())
+        return [f"{results}/artifacts/{name}{suffix}" for suffix in suffixes]
 
 
 def _lazy(module: str, function: str) -> Callable[..., Any]:
@@ -101,16 +104,17 @@ BUILDERS: dict[str, Builder] = {
                                   "general-wb's validation vs test accuracy over its sweep",
                                   ("studies", "attacks", "title"),
                                   inputs=_lazy("sm_figures", "sweep_inputs"),
-                                  required=("studies", "attacks")),
+                                  required=("studies", "attacks"), data=True),
     "dp_utility": Builder("figure", _lazy("sm_figures", "dp_utility"),
                           "target train / test accuracy against the DP epsilon spent",
-                          ("studies", "title"), inputs=_lazy("model_tables", "accuracy_inputs")),
+                          ("studies", "title"), inputs=_lazy("model_tables", "accuracy_inputs"),
+                          data=True),
     "dataset_size_trend": Builder("figure", _lazy("sm_figures", "dataset_size_trend"),
                                   "one metric of each attack against the dataset's size",
                                   ("studies", "attacks", "metrics", "title"),
                                   inputs=_lazy("sm_figures", "size_inputs"),
                                   required=("studies", "attacks", "metrics"),
-                                  attacks_in_some_study=True),
+                                  attacks_in_some_study=True, data=True),
     "influence_explanations": Builder("figure", _lazy("sm_figures", "influence_explanations"),
                                       "training images and influence-directed explanations",
                                       ("studies", "paper_dataset", "title"),
