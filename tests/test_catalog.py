@@ -330,6 +330,9 @@ def test_paper_rows_without_an_attack_instance_are_shown_as_not_run():
     rows = _rows_not_run("BMIA-T1", papers, "s", study, {"metrics": ["tpr@1%"]},
                          labels={("lira_offline", "n=2"): "LiRA offline (n=2)"})
     assert {r["attack"] for r in rows} == {"no_such_attack", "LiRA offline (n=2)"}
+    rows = _rows_not_run("BMIA-T1", papers, "s", study, {"metrics": ["tpr@1%"]},
+                         labels={("lira_offline", "*"): "LiRA offline"})  # another setting's
+    assert {r["attack"] for r in rows} == {"no_such_attack", "LiRA offline (n=2)"}
     assert {r["paper_attack"] for r in rows} == {"no_such_attack", "lira_offline"}
 
 

@@ -235,7 +235,7 @@ def test_a_claim_compares_its_attacks_on_the_records_both_score():
     assert cl._sides(claim("iha", "loss"), "s", config)[2] == ["iha", "loss"]
     # a row compared on a subset says so: the study's tables read the whole audit
     assert cl._subset(study, ["iha-40", "l-attack"]) == (
-        "; on the 40 audited records per target that `iha-40` scores")
+        "; both on the 40 audited records per target that iha-40 scores")  # no label: its name
     assert cl._subset(study, ["iha", "loss"]) == ""
 
 
@@ -259,6 +259,9 @@ def test_a_bound_and_a_side_measured_by_another_metric_are_evaluated(monkeypatch
     assert rows.loc["SM-C14", "verdict"] == "holds"  # 55% <= 64.2%
     assert rows.loc["SM-C13", "verdict"] == "holds"  # 70% calibrated > 50% uncalibrated
     assert rows.loc["SM-C13", "quantity"] == pytest.approx(0.20)
+    # one instance on both sides: each named with the metric it is read at
+    assert rows.loc["SM-C13", "ours"].startswith("general-wb, precision@cal99: 70.00")
+    assert "vs general-wb, precision: 50.00" in rows.loc["SM-C13", "ours"]
 
 
 def test_regime_says_within_2x_only_where_both_values_exist():

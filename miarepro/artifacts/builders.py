@@ -320,13 +320,15 @@ def _seed_noise(row: dict[str, Any]) -> str:
 
 def _paper_labels(config: dict[str, Any]) -> dict[tuple[str, str], str]:
     """``(paper attack, paper setting) -> label`` of the first instance anywhere in the config
-    that reproduces that row of a paper."""
+    that reproduces that row of a paper; ``(paper attack, "*")``: the first label of any
+    instance of it, without its bracketed setting ("LiRA" of "LiRA (n=8)")."""
     labels: dict[tuple[str, str], str] = {}
     for study_config in config["studies"].values():
         for attack in study_config["attacks"].values():
             if attack.get("paper_attack") and "label" in attack:
-                labels.setdefault((attack["paper_attack"], attack.get("paper_setting") or ""),
-                                  attack["label"])
+                key = attack["paper_attack"]
+                labels.setdefault((key, attack.get("paper_setting") or ""), attack["label"])
+                labels.setdefault((key, "*"), attack["label"].split(" (")[0])
     return labels
 
 
@@ -348,9 +350,11 @@ def _rows_not_run(name: str, papers: pd.DataFrame, study: str, study_config: dic
             continue
         why = "not run in this study" if implemented(attack) else "not implemented yet"
         values = dict(zip(group["metric"], group["value"], strict=True))
-        key = f"{attack} ({setting})" if setting else attack
+        labels = labels or {}
+        base = labels.get((attack, "*"), attack)
+        label = labels.get((attack, setting or ""), f"{base} ({setting})" if setting else base)
         rows += [{"artifact": name, "paper_dataset": dataset, "study": study,
-                  "attack": (labels or {}).get((attack, setting or ""), key),
+                  "attack": label,
                   "paper_attack": attack, "setting": setting, "metric": metric,
                   "ours": float("nan"), "resolvable": False, "n_members": 0,
                   "n_nonmembers": 0, "paper": values.get(metric), "ours_text": why}

@@ -605,10 +605,21 @@ def _study_row(claim: Claim, study: str, sides: tuple, config: dict[str, Any]
     else:
         outcome, quantity = verdict(claim, estimates[0],
                                     estimates[1] if len(estimates) > 1 else None)
+    metrics = [claim.a.get("metric", claim.metric)] + [
+        (claim.b or claim.a).get("metric", claim.metric)] * (len(shown) - 1)
+    labels = [_side_label(study_config, name, metric if len(set(metrics)) > 1 else None)
+              for name, metric in zip(shown, metrics, strict=True)]
     return {**row, "verdict": outcome, "replicates": independent_runs(study, config),
-            "ours": _describe(claim, estimates, quantity, shown) + rival
+            "ours": _describe(claim, estimates, quantity, labels) + rival
                     + _subset(study_config, names),
             **_quantity_columns(claim, study, outcome, quantity, rivals)}
+
+
+def _side_label(study_config: dict[str, Any], name: str, metric: str | None = None) -> str:
+    """A side as the study's tables name its attack instance (its label), with the metric it
+    is read at where the two sides differ in it (calibrated against uncalibrated precision)."""
+    label = study_config["attacks"][name].get("label", name)
+    return f"{label}, {metric}" if metric else label
 
 
 def _subset(study_config: dict[str, Any], names: list[str | None]) -> str:
@@ -616,7 +627,8 @@ def _subset(study_config: dict[str, Any], names: list[str | None]) -> str:
     100 records), say so: the study's tables and its other rows read the whole audit."""
     for name in names:
         if name is not None and (records := _scored_records(study_config["attacks"][name])):
-            return f"; on the {records} audited records per target that `{name}` scores"
+            label = study_config["attacks"][name].get("label", name)
+            return f"; both on the {records} audited records per target that {label} scores"
     return ""
 
 
@@ -722,8 +734,9 @@ def _trend_rows(claim: Claim, config: dict[str, Any], studies: list[str]
                      "replicates": min(
                          independent_runs(study, config) for _, study, _ in ends),
                      "ours": f"{claim.over} {ends[0][0]:g} vs {ends[1][0]:g}: "
-                             + _describe(claim, estimates, quantity,
-                                         [attack for _, _, attack in ends]),
+                             + _describe(claim, estimates, quantity, [
+                                 _side_label(config["studies"][study], attack)
+                                 for _, study, attack in ends]),
                      **_quantity_columns(claim, pair, outcome, quantity)})
     return rows
 
@@ -865,10 +878,9 @@ def _not_run_anywhere(claim: Claim) -> dict[str, Any]:
 def _describe(claim: Claim, estimates: list[Estimate], quantity: Estimate,
               names: list[str] | None = None) -> str:
     """``7.06 [5.1, 9.0] vs 2.16 [1.4, 3.0]; difference 4.90 [2.9, 6.8]`` in paper units, each
-    side preceded by the name of the study's attack instance where ``names`` are given: a
-    reviewer finds it in the tables by that name, with its settings (LiRA with 8 references
-    standing for the paper's 16, say)."""
-    shown = [("" if names is None else f"`{name}` ") + res.format_estimate(
+    side preceded by its name in the study's tables where ``names`` are given, so a reviewer
+    finds it there with its settings (LiRA with 8 references standing for the paper's 16)."""
+    shown = [("" if names is None else f"{name}: ") + res.format_estimate(
         res.estimate_columns(claim.metric, e), claim.metric, claim.paper)
         for e, name in zip(estimates, names or [None] * len(estimates), strict=True)]
     text = " vs ".join(shown)
@@ -902,8 +914,10 @@ def artifact_file(artifact: str) -> str:
 
 
 def _paper_text(claim: Claim, a: float | None, b: float | None) -> str:
+    """The numbers the claim's artifact prints for its sides; where it prints none (a figure,
+    or a number quoted in the text, which the statement then gives), says so."""
     if pd.isna(a) or (claim.b is not None and pd.isna(b)):
-        return "not printed"
+        return "not printed in the artifact"
     return f"{a:g}" + (f" vs {b:g}" if claim.b is not None else "")
 
 

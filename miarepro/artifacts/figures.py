@@ -79,9 +79,9 @@ def roc_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pref
 
     Grey: the FPRs that no curve's audit resolves (fewer than
     :data:`~miarepro.uncertainty.MIN_EXCEEDANCES` non-members above them). A curve whose own
-    audit is smaller (IHA's 100 records beside the full audit) is faded where only it cannot
-    resolve the FPR, so that one small audit does not grey out every other curve. Past ten
-    curves the colours repeat with dashed, then dotted lines."""
+    audit is smaller (IHA's 100 records beside the full audit) is thin and dotted, in its own
+    colour, where only it cannot resolve the FPR, so that one small audit does not grey out
+    every other curve. Past ten curves the colours repeat with dashed, then dotted lines."""
     plt = pyplot()
     studies = studies_of(settings, config)
     wanted = {study: settings.get("attacks", list(config["studies"][study]["attacks"]))
@@ -111,11 +111,10 @@ def roc_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pref
             if fpr is None:
                 axis.plot([], [], " ", label=label)
                 continue
-            if limit > shared:  # faded where only this curve's smaller audit cannot resolve
-                label += f"; faded: n/r below FPR {limit:.2g}"
+            if limit > shared:  # thin where only this curve's smaller audit cannot resolve
+                label += f"; thin: n/r below FPR {limit:.2g}"
                 cut = int(np.searchsorted(fpr, limit))  # fpr ascends: the two parts meet
-                axis.plot(fpr[:cut + 1], tpr[:cut + 1], color=colour, ls=style, lw=1.4,
-                          alpha=0.3)
+                axis.plot(fpr[:cut + 1], tpr[:cut + 1], color=colour, ls=":", lw=0.8)
                 fpr, tpr = fpr[cut:], tpr[cut:]
             axis.plot(fpr, tpr, color=colour, ls=style, lw=1.4, label=label)
         grid = np.logspace(np.log10(floor), 0, 50)
