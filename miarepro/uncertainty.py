@@ -535,6 +535,9 @@ def estimates(table: pd.DataFrame) -> dict[str, Estimate]:
     n_in, n_out = int(points["n_members"].min()), int(points["n_nonmembers"].min())
     rows = points.to_dict("records")
     repetitions = not bool((table["replicate"] >= 0).any())  # see metric_table
+    # each bootstrap replicate's mean over the targets, every metric at once (a pivot per
+    # metric was most of the time of building an attack's estimates)
+    boot = table[table["replicate"] >= 0].groupby("replicate")[names].mean()
     result = {}
     for name in names:
         value = float(points[name].mean())
@@ -544,9 +547,7 @@ def estimates(table: pd.DataFrame) -> dict[str, Estimate]:
             count = float(np.round(points[name] * points["n_nonmembers"]).sum())
             draws, method = np.array([count, float(points["n_nonmembers"].sum())]), "binomial"
         else:
-            replicates = table[table["replicate"] >= 0].pivot(index="replicate",
-                                                               columns="target", values=name)
-            draws, method = replicates.mean(axis=1).to_numpy(float), "bootstrap"
+            draws, method = boot[name].to_numpy(float), "bootstrap"
         nulls = [null_draws(name, point, np.random.default_rng([int(point["target"]),
                                                                  zlib.crc32(name.encode())]))
                  for point in rows]

@@ -415,3 +415,15 @@ def test_shown_intervals_are_clipped_to_each_metric_s_range():
     assert (rate["tpr@1%_low"], rate["tpr@1%_high"]) == pytest.approx((0.0, high))
     wide = u.Estimate(0.0, np.array([-0.9, 0.0, 0.9]), "replicates")
     assert estimate_columns("advantage", wide)["advantage_low"] == -1.0
+
+
+def test_bootstrap_draws_are_each_replicates_mean_over_the_targets():
+    """An attack's bootstrap draws of a metric: for each replicate, the mean of its targets'
+    values (all metrics computed at once, as the per-metric pivot did)."""
+    table = u.metric_table(scores_frame(2), (0.1,), seed=3, n_boot=50)
+    found = u.estimates(table)
+    boot = table[table["replicate"] >= 0]
+    for metric in ("auc", "tpr@10%", "precision@10%"):
+        by_hand = boot.pivot(index="replicate", columns="target", values=metric).mean(axis=1)
+        assert found[metric].method == "bootstrap"
+        np.testing.assert_array_equal(found[metric].draws, by_hand.to_numpy(float))
