@@ -75,6 +75,18 @@ def default_space(architecture: dict[str, Any]) -> dict[str, Any]:
     return dict(TABLE5_SPACE if architecture["arch"] == "catboost" else TABLE4_SPACE)
 
 
+def adamw(model: Any, recipe: dict[str, Any]) -> Any:
+    """AdamW at the recipe's rate, decaying the weights only: Table 4's weight decay is "l2
+    weight regularization (excluding biases)"."""
+    import torch
+
+    named = list(model.named_parameters())
+    return torch.optim.AdamW(
+        [{"params": [p for name, p in named if not name.endswith("bias")]},
+         {"params": [p for name, p in named if name.endswith("bias")], "weight_decay": 0.0}],
+        lr=recipe["lr"], weight_decay=recipe["weight_decay"])
+
+
 def check_recipe(recipe: dict[str, Any], architecture: dict[str, Any], what: str) -> None:
     """Every key of ``recipe`` (or of a search space) must be a setting of the backbone."""
     known = default_recipe(architecture)
@@ -178,8 +190,7 @@ def _fit_torch(X: np.ndarray, targets_np: np.ndarray, X_val: np.ndarray,
     outputs = 2 if head == "gaussian" else len(taus)
     model = nn.Sequential(build_model(architecture, tuple(X.shape[1:]), FEATURES), nn.ReLU(),
                           mlp((FEATURES,), outputs, list(recipe["hidden_dims"]))).to(dev)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe["lr"],
-                                  weight_decay=recipe["weight_decay"])
+    optimizer = adamw(model, recipe)
     inputs = torch.as_tensor(X, dtype=torch.float32, device=dev)
     targets = torch.as_tensor(targets_np, dtype=torch.float32, device=dev)
     levels_t = torch.as_tensor(taus, dtype=torch.float32, device=dev)

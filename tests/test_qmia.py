@@ -382,3 +382,17 @@ def test_a_fits_name_does_not_depend_on_the_order_of_a_recipes_keys():
     key = spec.fit_key({"recipe": {"lr": 0.01, "epochs": 5}}, 0)
     assert key == spec.fit_key({"recipe": {"epochs": 5, "lr": 0.01}}, 0)
     assert key != spec.fit_key({"recipe": {"epochs": 6, "lr": 0.01}}, 0)
+
+
+def test_the_regressor_decays_its_weights_but_not_its_biases():
+    """Table 4: "l2 weight regularization (excluding biases)"."""
+    from torch import nn
+
+    from miarepro.quantile import adamw
+
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    groups = adamw(model, {"lr": 1e-3, "weight_decay": 0.01}).param_groups
+    decay = {id(p): group["weight_decay"] for group in groups for p in group["params"]}
+    assert {decay[id(model[0].weight)], decay[id(model[2].weight)]} == {0.01}
+    assert {decay[id(model[0].bias)], decay[id(model[2].bias)]} == {0.0}
+    assert len(decay) == len(list(model.parameters()))
