@@ -6,6 +6,7 @@ import re
 from types import SimpleNamespace
 
 from miarepro.artifacts import builders as artifact_builders
+from miarepro.artifacts import claims as artifact_claims
 from miarepro.artifacts import report as artifact_report
 from miarepro.artifacts.results import studies_read
 from miarepro.paths import (attack_params, fit_paths, loo_model_indices, model_home,
@@ -382,9 +383,9 @@ def artifact_outputs():
 
 def artifacts_of_kind(kind, data=False):
     """The artifacts one rule makes: tables, or figures with or without a CSV of their data."""
-    names = [n for n, s in config["artifacts"].items()
-             if (artifact_builders.BUILDERS[s["builder"]].kind, artifact_builders.BUILDERS[
-                 s["builder"]].data) == (kind, data)]
+    builders = {n: artifact_builders.BUILDERS[s["builder"]]
+                for n, s in config["artifacts"].items()}
+    names = [n for n, b in builders.items() if (b.kind, b.data) == (kind, data)]
     return "|".join(re.escape(n) for n in names) or "^$"
 
 
@@ -404,12 +405,8 @@ def artifact_params(wildcards):
     """The artifact's settings and the parts of the config it reads (reruns follow edits)."""
     settings = config["artifacts"][wildcards.name]
     builder = artifact_builders.BUILDERS[settings["builder"]]
-    # claims read the paper dataset and setting each artifact maps its studies to
-    # (claims.stands_for, claims.find_attack)
-    keys = ("studies", "paper_dataset", "default_setting")
-    mapped = ({name: {k: a[k] for k in keys if k in a} for name, a in config["artifacts"].items()
-               if "paper_dataset" in a or "default_setting" in a}
-              if settings["builder"] == "claims" else {})
+    mapped = (artifact_claims.artifacts_read(config) if settings["builder"] == "claims"
+              else {})
     return {"settings": settings,
             "studies": (studies_read(settings, config, builder.regime, builder.replicates)
                         if builder.reads_studies else {}),

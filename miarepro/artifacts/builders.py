@@ -231,6 +231,7 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
     metrics = list(settings["metrics"])
     studies = studies_of(settings, config)
     default = settings.get("default_setting", "")
+    labels = _paper_labels(config)
     rows = []
     for study in studies:
         study_config = with_paper_dataset(config["studies"][study], settings)
@@ -267,8 +268,7 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
                     "ours_text": (f"{row[metric]:.2f}" if metric == COMPUTE
                                   else res.format_estimate(row, metric, study_config["paper"])),
                 })
-        rows += _rows_not_run(name, papers, study, study_config, settings, default,
-                              _paper_labels(config))
+        rows += _rows_not_run(name, papers, study, study_config, settings, default, labels)
     table = pd.DataFrame(rows)
     io.write_table(prefix + ".csv", table.drop(columns="ours_text"))
     noisy = set(table.loc[table["paper_sd"].notna(), "metric"]) if "paper_sd" in table else set()
@@ -343,6 +343,7 @@ def _rows_not_run(name: str, papers: pd.DataFrame, study: str, study_config: dic
     done = {(a.get("paper_attack"), a.get("paper_setting") or default)
             for name, a in study_config["attacks"].items() if name in shown}
     papers = for_model(papers, study_config.get("paper_model"))
+    labels = labels or {}
     printed = papers[(papers["dataset"] == dataset) & papers["metric"].isin(metrics)]
     rows = []
     for (attack, setting), group in printed.groupby(["attack", "setting"], sort=False):
@@ -350,7 +351,6 @@ def _rows_not_run(name: str, papers: pd.DataFrame, study: str, study_config: dic
             continue
         why = "not run in this study" if implemented(attack) else "not implemented yet"
         values = dict(zip(group["metric"], group["value"], strict=True))
-        labels = labels or {}
         base = labels.get((attack, "*"), attack)
         label = labels.get((attack, setting or ""), f"{base} ({setting})" if setting else base)
         rows += [{"artifact": name, "paper_dataset": dataset, "study": study,

@@ -444,6 +444,19 @@ def matched_best_verdict(claim: Claim, a: Estimate, rivals: list[Estimate]
     return word, outcomes[index][1], index
 
 
+#: what the claims read of each artifact's settings: the paper dataset and default setting a
+#: table maps its studies to (:func:`stands_for`, :func:`find_attack`), and its builder and
+#: studies, which decide the artifact a row links (:func:`showing_artifact`)
+ARTIFACT_KEYS = ("builder", "studies", "paper_dataset", "default_setting")
+
+
+def artifacts_read(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The part of the config's ``artifacts`` the claims read: their job's params, so that an
+    edit of it rebuilds the claims and an edit of anything else does not."""
+    return {name: {key: settings[key] for key in ARTIFACT_KEYS if key in settings}
+            for name, settings in config["artifacts"].items()}
+
+
 def stands_for(claim: Claim, study: str, config: dict[str, Any]) -> str | None:
     """The paper dataset ``study`` stands for in the claim's artifact: the artifact's own
     ``paper_dataset`` where the miniature runs that table on a stand-in (IHA Tables 4 and 9
@@ -627,8 +640,8 @@ def _subset(study_config: dict[str, Any], names: list[str | None]) -> str:
     100 records), say so: the study's tables and its other rows read the whole audit."""
     for name in names:
         if name is not None and (records := _scored_records(study_config["attacks"][name])):
-            label = study_config["attacks"][name].get("label", name)
-            return f"; both on the {records} audited records per target that {label} scores"
+            return (f"; both on the {records} audited records per target that "
+                    f"{_side_label(study_config, name)} scores")
     return ""
 
 
@@ -765,8 +778,10 @@ def showing_artifact(claim: Claim, studies: list[str], config: dict[str, Any]) -
     Table 6, not ResNet-50's Table 1), that does; the claim's own where none does."""
     artifacts = config["artifacts"]
 
-    def shows(name: str) -> bool:
-        listed = artifacts.get(name, {}).get("studies")
+    def shows(name: str) -> bool:  # an artifact this run does not make shows nothing
+        if name not in artifacts:
+            return False
+        listed = artifacts[name].get("studies")
         return listed is None or all(study in listed for study in studies)
 
     if shows(claim.artifact):
