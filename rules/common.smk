@@ -283,11 +283,18 @@ def code(steps, *entries):
     return provenance.digest((f"miarepro.pipeline:{steps}", *entries))
 
 
+#: what a score job runs of miarepro.uncertainty: the metrics of its scores, not the claims'
+#: intervals, so editing those rebuilds the claims without rescoring (a test checks that
+#: these are all the names the scoring step takes from the module)
+SCORING_UNCERTAINTY = ("miarepro.uncertainty:"
+                       "metric_table,decision_name,exceedance_name,pinball_name")
+
+
 @stored_signature
 def attack_code(wildcards):
     spec = get_attack(attack_entry(wildcards)["attack"])
     models = ("miarepro.training",) if spec.loads_models else ()  # StudyFiles rebuilds them
-    return code("StudyFiles,score,measure", spec.fn.__module__, "miarepro.uncertainty",
+    return code("StudyFiles,score,measure", spec.fn.__module__, SCORING_UNCERTAINTY,
                 "miarepro.metrics", *models)
 
 

@@ -167,3 +167,28 @@ def test_the_package_import_graph_has_no_cycle():
             reached.add(module)
             todo += graph.get(module, ())
     assert "miarepro.artifacts.builders" not in reached
+
+
+def test_scoring_counts_every_name_it_takes_from_the_uncertainty_module():
+    """A score job's digest counts only the scoring part of :mod:`miarepro.uncertainty`
+    (``SCORING_UNCERTAINTY`` in rules/common.smk), so that editing the claims' intervals does
+    not rescore: every name the scoring step's driver functions take from that module must be
+    among those it counts, and the claims' side must not be."""
+    import ast
+    import re
+
+    rules = (provenance.ROOT.parent / "rules" / "common.smk").read_text()
+    counted = set(re.search(r'"miarepro\.uncertainty:"\s*"([\w,]+)"', rules).group(1).split(","))
+    step = provenance.reached_source("miarepro.pipeline",
+                                     frozenset({"StudyFiles", "score", "measure"}))
+    taken = set()
+    for node in ast.walk(ast.parse(step)):
+        if isinstance(node, ast.ImportFrom) and node.module == "miarepro.uncertainty":
+            taken |= {alias.name for alias in node.names}
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id == "uncertainty"):
+            taken.add(node.attr)
+    assert taken and taken <= counted, sorted(taken - counted)
+    text = provenance.reached_source("miarepro.uncertainty", frozenset(counted))
+    assert "def metric_table" in text and "class Estimate" not in text
+    assert "def over_replicates" not in text

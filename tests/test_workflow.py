@@ -499,7 +499,8 @@ def test_qmia_tables_on_catboost_targets(workflow):
 def test_editing_a_module_reruns_only_the_jobs_that_run_it(workflow, tmp_path):
     """Each rule's params carry a digest of the package modules its step runs
     (miarepro.provenance): in a copy of the workflow, editing attacks/lira.py reruns LiRA's
-    scores and what reads them, and nothing upstream; editing the driver's scoring step
+    scores and what reads them, and nothing upstream; editing the claims' intervals in
+    uncertainty.py rescores nothing; editing the driver's scoring step
     (pipeline.measure) reruns every score job, and still nothing upstream."""
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -527,6 +528,12 @@ def test_editing_a_module_reruns_only_the_jobs_that_run_it(workflow, tmp_path):
     assert after.get("score", 0) == before.get("score", 0) + 1, (before, after)
     for rule in ("dataset", "split", "train", "fit"):
         assert after.get(rule, 0) == before.get(rule, 0), (rule, before, after)
+    intervals = repo / "miarepro" / "uncertainty.py"  # the claims' side of it: no rescoring
+    intervals.write_text(intervals.read_text().replace("def over_replicates(",
+                                                       "def over_replicates(  # an edit\n"))
+    claims = planned()
+    assert claims.get("score", 0) == after.get("score", 0), (after, claims)
+    assert claims.get("table", 0) > 0, claims
     driver = repo / "miarepro" / "pipeline.py"
     driver.write_text(driver.read_text().replace("def measure(", "def measure(  # an edit\n"))
     scoring = planned()
