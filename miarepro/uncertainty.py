@@ -48,7 +48,8 @@ A TPR at FPR ``a`` rests on the ``a · n`` non-members above the threshold. With
 :data:`MIN_EXCEEDANCES` of them (``n < 10 / a``) the number is not reported
 (:func:`resolvable`): at ``n = 2,000`` a TPR@0.1% would be decided by two samples. Any metric
 needs at least :data:`MIN_PER_CLASS` members and non-members per target, below which a
-percentile bootstrap is not trustworthy.
+percentile bootstrap is not trustworthy. A decision calibrated at level ``a`` (Algorithm 3)
+calls about ``(1 - a) n`` non-members, so its precision takes the same rule at FPR ``1 - a``.
 
 Replicates are computed on sorted scores with cumulative weights, vectorised over replicates,
 with the same conventions as :mod:`miarepro.metrics` (conservative TPR@FPR, ties count half in
@@ -57,15 +58,20 @@ the AUC); the tests check them against it and against scikit-learn.
 
 from __future__ import annotations
 
+import functools
 import re
 import zlib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 N_BOOTSTRAP = 1000
+#: draws of a metric had the attack no signal: the chance test reads their 2.5% and 97.5%
+#: quantiles, which 1,000 draws (25 in a tail) left off enough to reject 6.8% of attacks
+#: without signal at precision@1% (5.5% at 10,000; a test beside it checks the level)
+N_NULL = 10_000
 LEVEL = 0.95
 MIN_TARGETS = 3
 MIN_EXCEEDANCES = 10
@@ -83,10 +89,14 @@ def metric_fpr(metric: str) -> float | None:
 
 
 def resolvable(metric: str, n_members: int, n_nonmembers: int) -> bool:
-    """Whether an audit of this size can report ``metric`` (see module docstring)."""
+    """Whether an audit of this size can report ``metric`` (see module docstring). A
+    calibrated decision's precision (``precision@cal99``) rests on its false positives as a
+    precision at FPR ``1 - a`` does: Algorithm 3 calls about that share of the non-members."""
     if min(n_members, n_nonmembers) < MIN_PER_CLASS:
         return False
     fpr = metric_fpr(metric)
+    if metric.startswith("precision@cal"):
+        fpr = 1 - float(metric.removeprefix("precision@cal")) / 100
     return fpr is None or n_nonmembers * fpr >= MIN_EXCEEDANCES - 1e-9
 
 
@@ -124,7 +134,7 @@ def chance_level(metric: str) -> float | None:
 
 
 def null_draws(metric: str, point: dict[str, float], rng: np.random.Generator,
-               n_draws: int = N_BOOTSTRAP) -> np.ndarray | None:
+               n_draws: int = N_NULL) -> np.ndarray | None:
     """``n_draws`` values of one target's ``metric`` had the attack no signal, at the audit's
     size (``point``: the target's row of a :func:`metric_table`), or None where the metric has
     no chance level (:func:`chance_level`).
@@ -332,8 +342,14 @@ class Estimate:
     draws: np.ndarray
     method: str
     resolvable: bool = True
-    #: draws of the same mean had the attack no signal (:func:`null_draws`), where known
-    null: np.ndarray | None = None
+    #: makes the draws of the same mean had the attack no signal (:func:`null_draws`), where
+    #: known: once, when a chance test asks for them (:attr:`null`), which few estimates meet
+    chance: Callable[[], np.ndarray] | None = field(default=None, compare=False, repr=False)
+
+    @functools.cached_property
+    def null(self) -> np.ndarray | None:
+        """Draws of the same mean had the attack no signal, or None where unknown."""
+        return None if self.chance is None else self.chance()
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
         """Student-t interval over targets or replicates (Welch's for a difference of two
@@ -398,19 +414,22 @@ class Estimate:
         return Estimate(paired.value, draws, self.method, paired.resolvable)
 
 
-def difference_across_studies(a: Estimate, b: Estimate) -> Estimate:
+def difference_across_studies(a: Estimate, b: Estimate, paired: bool = False) -> Estimate:
     """``a - b`` for estimates from two studies (a trend over the DP epsilon or the size).
 
     Two bootstraps subtract draw by draw. The weights depend on the seed, the target and the
     class sizes, not the study, so two studies of one split (a DP sweep) resample the same
     records together, a paired bootstrap; studies of different records resample independently
-    either way. Otherwise (targets or replicates, which are not paired across studies):
-    Welch's t interval from each side's standard error, a bootstrap's being its draws' spread
-    with unlimited degrees of freedom.
+    either way. Targets or replicates of two studies ``paired`` by their split (each target
+    or replicate of one audits the records of its counterpart in the other: a DP sweep)
+    subtract one by one, a Student-t interval over the paired differences, as their values
+    move together with the records drawn. Otherwise: Welch's t interval from each side's
+    standard error, a bootstrap's being its draws' spread with unlimited degrees of freedom.
     """
     if "binomial" in (a.method, b.method) or "welch" in (a.method, b.method):
         raise ValueError(f"no difference of {a.method} and {b.method} estimates")
-    if a.method == b.method == "bootstrap" and a.draws.shape == b.draws.shape:
+    if a.method == b.method and a.draws.shape == b.draws.shape and (
+            a.method == "bootstrap" or paired):
         return a - b
     return _welch(a.value - b.value, [a, b], [1.0, -1.0])
 
@@ -473,15 +492,17 @@ def over_replicates(estimates: Sequence[Estimate]) -> Estimate:
     if len(estimates) < 2:
         raise ValueError(f"an interval over replicates needs at least 2, got {len(estimates)}")
     values = np.array([estimate.value for estimate in estimates], dtype=float)
-    nulls = [estimate.null for estimate in estimates]
-    null = None
-    if all(draws is not None for draws in nulls):
-        # each replicate's null drawn apart: replicates of one size share a target index,
-        # hence a seed, so each is shuffled by its own position first
-        null = np.mean([np.random.default_rng(i).permutation(draws)
-                        for i, draws in enumerate(nulls)], axis=0)
+    known = all(estimate.chance is not None for estimate in estimates)
     return Estimate(float(values.mean()), values, "replicates",
-                    all(estimate.resolvable for estimate in estimates), null)
+                    all(estimate.resolvable for estimate in estimates),
+                    functools.partial(_mean_of_nulls, estimates) if known else None)
+
+
+def _mean_of_nulls(estimates: Sequence[Estimate]) -> np.ndarray:
+    """The null of the replicates' mean: each replicate's null drawn apart (replicates of one
+    size share a target index, hence a seed, so each is shuffled by its position first)."""
+    return np.mean([np.random.default_rng(i).permutation(estimate.null)
+                    for i, estimate in enumerate(estimates)], axis=0)
 
 
 #: what a score job measures of itself beside the metrics (:func:`miarepro.pipeline.measure`)
@@ -548,9 +569,14 @@ def estimates(table: pd.DataFrame) -> dict[str, Estimate]:
             draws, method = np.array([count, float(points["n_nonmembers"].sum())]), "binomial"
         else:
             draws, method = boot[name].to_numpy(float), "bootstrap"
-        nulls = [null_draws(name, point, np.random.default_rng([int(point["target"]),
-                                                                 zlib.crc32(name.encode())]))
-                 for point in rows]
-        null = None if any(draws is None for draws in nulls) else np.mean(nulls, axis=0)
-        result[name] = Estimate(value, draws, method, resolvable(name, n_in, n_out), null)
+        chance = (functools.partial(_mean_null, name, rows)
+                  if chance_level(name) is not None else None)
+        result[name] = Estimate(value, draws, method, resolvable(name, n_in, n_out), chance)
     return result
+
+
+def _mean_null(metric: str, points: list[dict[str, float]]) -> np.ndarray:
+    """The null of a metric's mean over targets (``points``: their rows of a metric table),
+    each target's draws seeded by its index and the metric."""
+    return np.mean([null_draws(metric, point, np.random.default_rng(
+        [int(point["target"]), zlib.crc32(metric.encode())])) for point in points], axis=0)

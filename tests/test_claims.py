@@ -158,6 +158,15 @@ def test_ratio_verdict():
     assert cl.verdict(claim("ratio_at_least", 3.5), a, b)[0] == "fails"
 
 
+def test_a_ratio_of_attacks_at_chance_is_no_signal_unless_it_excludes_one():
+    """Two attacks at chance give a ratio of 1 (not the 0 of a difference): a ratio whose
+    interval holds 1 cannot be tested; paired draws that tell the two apart can."""
+    at_chance = estimate(0.012, 0.004), estimate(0.010, -0.004)  # ratio 0.57 to 2.67
+    assert cl.verdict(claim("ratio_at_least", 1.1), *at_chance)[0] == "no signal"
+    apart = estimate(0.012, 0.004), estimate(0.010, 0.0034)  # ratio about 1.2, draw by draw
+    assert cl.verdict(claim("ratio_at_least", 1.1), *apart)[0] == "holds"
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: better, a: {attack: x}, "
      "b: {attack: y}, datasets: [d]}", "kind 'better'"),
@@ -478,6 +487,37 @@ def test_a_trend_over_epsilon_leaves_studies_without_dp_off_its_axis(tmp_path, m
                            "epsilon values")
 
 
+def test_a_trend_pairs_the_targets_of_studies_on_one_split(tmp_path, monkeypatch):
+    """SM-C18's two epsilons train on one split (the same dataset and split: each target
+    audits the same records at both), so the trend is the paired difference over targets;
+    another split (its seed) leaves them unpaired, Welch's."""
+    from miarepro.artifacts import results
+
+    config = _trend_config(tmp_path, monkeypatch, {study: 0.5 for study in (
+        "adult-250", "adult-500", "adult-1000", "bcw", "bcw-eps-16", "bcw-eps-0-25")})
+    split = {"scheme": "partition", "seed": 0}
+    for study in ("bcw-eps-16", "bcw-eps-0-25"):
+        config["studies"][study].update(dataset="bcw", split=dict(split), targets=3)
+    values = {"bcw-eps-16": np.array([0.60, 0.70, 0.65]),
+              "bcw-eps-0-25": np.array([0.52, 0.61, 0.58])}
+    monkeypatch.setattr(results, "attack_estimates", lambda _r, study, _a: {
+        "accuracy": Estimate(float(values.get(study, np.full(3, 0.5)).mean()),
+                             values.get(study, np.full(3, 0.5)), "targets")})
+
+    def row() -> pd.Series:
+        rows = cl.evaluate(config, list(config["studies"]))
+        return rows[rows["claim"] == "SM-C18"].set_index("paper_dataset").loc["breast_cancer"]
+
+    differences = values["bcw-eps-16"] - values["bcw-eps-0-25"]
+    half = 4.302653 * differences.std(ddof=1) / np.sqrt(3)
+    paired = row()
+    assert (paired["quantity_low"], paired["quantity_high"]) == pytest.approx(
+        (differences.mean() - half, differences.mean() + half), abs=1e-6)
+    assert paired["verdict"] == "holds"
+    config["studies"]["bcw-eps-0-25"]["split"]["seed"] = 1
+    assert row()["quantity_high"] - row()["quantity_low"] > 4 * half
+
+
 def test_a_trend_point_with_a_setting_stays_out_of_the_default_settings_claims(
         tmp_path, monkeypatch):
     """Figure 7's Adult subsets (``records=1000``, ``records=2000``) are points of SM-C17's
@@ -707,6 +747,12 @@ def test_replication_is_only_given_for_a_testable_verdict_over_replicates():
     values = _replicates([0.05, 0.06, 0.04])
     assert np.isnan(cl.replication(greater, "s", "not resolvable", values))
     assert np.isnan(cl.replication(greater, "s", "holds", estimate(0.05, 0.01)))  # a bootstrap
+    # two studies' bootstraps of other sizes, through Welch: one realisation each still
+    trend = uncertainty.difference_across_studies(estimate(0.05, 0.01), Estimate(
+        0.02, np.linspace(0.01, 0.03, 500), "bootstrap"))
+    assert trend.method == "welch" and np.isnan(cl.replication(greater, "s", "holds", trend))
+    over_targets = uncertainty.difference_across_studies(values, _replicates([0.01, 0.02, 0.0]))
+    assert 0 <= cl.replication(greater, "s", "holds", over_targets) <= 1
 
 
 def test_replication_predicts_how_often_a_second_run_agrees():

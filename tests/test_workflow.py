@@ -477,6 +477,8 @@ def test_qmia_tables_on_catboost_targets(workflow):
     assert set(search["hyperparameter"]) == {"depth", "iterations"}
     depth = int(search.loc[search["hyperparameter"] == "depth", "chosen"].iloc[0])
     assert 1 <= depth <= 4
+    paper = search.set_index("hyperparameter")["paper"]  # as Table 5 prints it
+    assert paper["depth"] == "uniform(1, 10)" and paper["iterations"] == "loguniform(1, 1000)"
     costs = pd.read_csv(results / "artifacts/QMIA-X1.csv").set_index("study")
     assert costs.loc["tab", "search_trials"] == 3 and costs.loc["part", "search_trials"] == 0
     assert (costs["fit_seconds"] > 0).all() and (costs["reference_train_seconds"] > 0).all()

@@ -235,20 +235,22 @@ def _compare(kind: str, a: float, b: float | None, value: float | None) -> bool:
     return a / b >= value
 
 
-def verdict(claim: Claim, a: Estimate, b: Estimate | None) -> tuple[str, Estimate]:
+def verdict(claim: Claim, a: Estimate, b: Estimate | None, paired: bool = False
+            ) -> tuple[str, Estimate]:
     """(one of :data:`VERDICTS` but "not run", the compared quantity) from paired estimates,
-    or for a trend from the estimates of two studies trained apart."""
-    quantity = compared(claim, a, b)
+    or for a trend from the estimates of two studies trained apart (``paired``: on one
+    split)."""
+    quantity = compared(claim, a, b, paired)
     at_chance = quantity.resolvable and claim.kind in COMPARISONS and _at_chance(claim, a, b)
     return judge(claim, quantity, at_chance), quantity
 
 
-def compared(claim: Claim, a: Estimate, b: Estimate | None) -> Estimate:
+def compared(claim: Claim, a: Estimate, b: Estimate | None, paired: bool = False) -> Estimate:
     """The quantity a claim bounds: ``a - b``, ``a / b`` or ``a`` (paired), or for a trend the
-    difference of two studies trained apart."""
+    difference of two studies trained apart (``paired``: on one split)."""
     if claim.kind in TRENDS:  # a: where `over` is largest, b: smallest; two studies apart
-        return (uncertainty.difference_across_studies(a, b) if claim.kind == "increases"
-                else uncertainty.difference_across_studies(b, a))
+        high, low = (a, b) if claim.kind == "increases" else (b, a)
+        return uncertainty.difference_across_studies(high, low, paired)
     if claim.kind in ("greater", "matched_best", "close", "not_below"):
         return a - b
     if claim.kind.startswith("ratio"):
@@ -331,11 +333,12 @@ def replication(claim: Claim, study: str, outcome: str, quantity: Estimate,
     if quantity.method != "welch" and not np.isfinite(quantity.draws).all():
         return float("nan")  # a replicate or target that cannot resolve the metric
     error, dof = uncertainty.standard_error(quantity)
+    if not np.isfinite(dof):  # a Welch interval of bootstraps alone: one realisation each
+        return float("nan")
     rng = np.random.default_rng(list(f"{claim.id}/{study}".encode()))
-    finite = np.isfinite(dof)
-    sigma = error * (np.sqrt(dof / rng.chisquare(dof, RERUNS)) if finite else np.ones(RERUNS))
+    sigma = error * np.sqrt(dof / rng.chisquare(dof, RERUNS))
     means = quantity.value + np.sqrt(2.0) * sigma * rng.standard_normal(RERUNS)
-    errors = sigma * np.sqrt(rng.chisquare(dof, RERUNS) / dof) if finite else sigma
+    errors = sigma * np.sqrt(rng.chisquare(dof, RERUNS) / dof)
     half = uncertainty.student_half_width(errors, dof)
     # the upper bound decides "fails" of a greater-than claim: at the rivals' Bonferroni level
     upper = half if claim.kind != "matched_best" else uncertainty.student_half_width(
@@ -740,7 +743,8 @@ def _trend_rows(claim: Claim, config: dict[str, Any], studies: list[str]
         replicates = [replicates_of(study, config) for _, study, _ in ends]
         estimates = [_over_replicates(found, attack, claim.metric, config)
                      for found, (_, _, attack) in zip(replicates, ends, strict=True)]
-        outcome, quantity = verdict(claim, *estimates)
+        outcome, quantity = verdict(claim, *estimates, paired=_one_split(*replicates,
+                                                                          config=config))
         pair = " vs ".join(study for _, study, _ in ends)
         shown = showing_artifact(claim, [study for _, study, _ in ends], config)
         rows.append({**_shown_in(row, shown), "study": pair, "verdict": outcome,
@@ -752,6 +756,18 @@ def _trend_rows(claim: Claim, config: dict[str, Any], studies: list[str]
                                  for _, study, attack in ends]),
                      **_quantity_columns(claim, pair, outcome, quantity)})
     return rows
+
+
+def _one_split(first: list[str], second: list[str], config: dict[str, Any]) -> bool:
+    """Whether two studies' replicates audit the same records one by one (their dataset and
+    split the same: a DP sweep), so that a trend pairs them."""
+    def draws(study: str) -> tuple[Any, Any]:
+        found = config["studies"][study]
+        return found.get("dataset"), found.get("split")
+
+    return len(first) == len(second) and all(
+        draws(a) == draws(b) and draws(a)[1] is not None
+        for a, b in zip(first, second, strict=True))
 
 
 def _row(claim: Claim, study: str, dataset: str, paper_a: float | None = None,

@@ -137,7 +137,8 @@ def search_table(name: str, settings: dict[str, Any], config: dict[str, Any],
             chosen = search["chosen"][key]
             rows.append({"study": study, "attack": attack, "hyperparameter": key,
                          "configuration": _describe(spec),
-                         "paper": _describe(paper[key]) if key in paper else "",
+                         "paper": (quantile.PAPER_WORDING.get(key, _describe(paper[key]))
+                                   if key in paper else ""),
                          "chosen": json.dumps(chosen) if not isinstance(chosen, float)
                          else f"{chosen:.3g}"})
     _write(prefix, pd.DataFrame(rows), f"{name}: hyperparameter search",
