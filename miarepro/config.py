@@ -466,6 +466,7 @@ def _check_measured(settings: dict[str, Any], metrics: dict[str, Any], where: st
     """An artifact can only show metrics the score jobs measure (``metrics.fprs``,
     ``metrics.calibration`` and ``metrics.alphas``)."""
     from miarepro.artifacts.registry import COMPUTE, SECONDS
+    from miarepro.metrics import metric_name
     from miarepro.uncertainty import (
         decision_metric_names,
         exceedance_name,
@@ -478,7 +479,7 @@ def _check_measured(settings: dict[str, Any], metrics: dict[str, Any], where: st
                 + decision_metric_names(metrics["calibration"])
                 + [exceedance_name(alpha) for alpha in metrics["alphas"]])
     for fpr in settings.get("fprs", []):
-        if f"tpr@{fpr * 100:g}%" not in measured:
+        if metric_name("tpr", fpr) not in measured:
             raise _fail(f"{where}.fprs", f"{fpr} is not in metrics.fprs {fprs}")
     for metric in settings.get("metrics", []):
         if metric not in measured and metric not in (COMPUTE, SECONDS):

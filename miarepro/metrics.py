@@ -20,6 +20,11 @@ import numpy as np
 DEFAULT_FPRS = (0.001, 0.01)
 
 
+def metric_name(kind: str, fpr: float) -> str:
+    """``tpr@1%``, ``precision@0.1%``, ``pinball@1%``, ...: a metric at one FPR or level."""
+    return f"{kind}@{fpr * 100:g}%"
+
+
 def _check(member: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     member = np.asarray(member).astype(bool)
     score = np.asarray(score, dtype=np.float64)
@@ -132,7 +137,6 @@ def summary(
     """AUC, TPR@FPR and precision@FPR for each FPR, as one flat dictionary."""
     result = {"auc": auc(member, score)}
     for fpr in fprs:
-        label = f"{fpr * 100:g}%"
-        result[f"tpr@{label}"] = tpr_at_fpr(member, score, fpr)
-        result[f"precision@{label}"] = precision_at_fpr(member, score, fpr)
+        result[metric_name("tpr", fpr)] = tpr_at_fpr(member, score, fpr)
+        result[metric_name("precision", fpr)] = precision_at_fpr(member, score, fpr)
     return result

@@ -67,6 +67,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from miarepro.metrics import metric_name
+
 N_BOOTSTRAP = 1000
 #: draws of a metric had the attack no signal: the chance test reads their 2.5% and 97.5%
 #: quantiles, which 1,000 draws (25 in a tail) left off enough to reject 6.8% of attacks
@@ -193,20 +195,17 @@ def decision_metric_names(levels: Iterable[float]) -> list[str]:
 def pinball_name(fpr: float) -> str:
     """``pinball@1%``: mean pinball loss on non-members of an attack's implied ``1 - fpr``
     quantile (QMIA Tables 6 and 7), for attacks that imply one."""
-    return f"pinball@{fpr * 100:g}%"
+    return metric_name("pinball", fpr)
 
 
 def exceedance_name(alpha: float) -> str:
     """``fpr@1%``: the share of non-members that reach an attack's implied ``1 - alpha``
     quantile, which QMIA's Theorem 1 promises to be ``alpha``."""
-    return f"fpr@{alpha * 100:g}%"
+    return metric_name("fpr", alpha)
 
 
 def metric_names(fprs: Iterable[float]) -> list[str]:
-    names = ["auc"]
-    for fpr in fprs:
-        names += [f"tpr@{fpr * 100:g}%", f"precision@{fpr * 100:g}%"]
-    return names
+    return ["auc", *(metric_name(kind, fpr) for fpr in fprs for kind in ("tpr", "precision"))]
 
 
 class _SortedScores:
@@ -270,10 +269,9 @@ class _SortedScores:
             false_pos = np.where(any_flagged, total_out - cum_out[rows[:, 0], np.searchsorted(
                 self.nonmembers, lowest, side="left")], 0.0)
             tpr, realised = true_pos / total_in, false_pos / total_out
-            label = f"{fpr * 100:g}%"
-            result[f"tpr@{label}"] = tpr
+            result[metric_name("tpr", fpr)] = tpr
             with np.errstate(invalid="ignore"):
-                result[f"precision@{label}"] = np.where(tpr + realised > 0,
+                result[metric_name("precision", fpr)] = np.where(tpr + realised > 0,
                                                         tpr / (tpr + realised), 0.5)
         return result
 

@@ -25,7 +25,7 @@ def test_every_claim_holds_on_the_papers_own_numbers(paper):
         if claim.kind in cl.TRENDS:  # figure curves: no number per point of the axis printed
             assert catalog.load_catalog()[claim.artifact]["kind"] == "figure", claim.id
             continue
-        table = catalog.paper_values_of(claim.artifact)
+        table = catalog.paper_values(claim.artifact)
         for dataset in claim.datasets:
             models = sorted(set(table.loc[table["dataset"] == dataset, "model"])) or [""]
             for model in models:

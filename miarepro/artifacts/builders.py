@@ -25,6 +25,7 @@ from miarepro.artifacts.catalog import (
 from miarepro.artifacts.regime import regime_markdown, regime_rows
 from miarepro.artifacts.registry import BUILDERS, COMPUTE
 from miarepro.artifacts.results import RESULTS, studies_of, studies_read
+from miarepro.metrics import metric_name
 from miarepro.paths import model_home, reference_home
 
 
@@ -100,8 +101,8 @@ def leaderboard(name: str, settings: dict[str, Any], config: dict[str, Any], pre
     come first, by that metric; rows scored on too few records follow, never above them.
     """
     fprs = tuple(settings.get("fprs", config["metrics"]["fprs"]))
-    ranking = res.metric_name("tpr", max(fprs))
-    shown_metrics = ["auc", *[res.metric_name("tpr", f) for f in fprs]]
+    ranking = metric_name("tpr", max(fprs))
+    shown_metrics = ["auc", *[metric_name("tpr", f) for f in fprs]]
     frames = []
     for study in studies_of(settings, config):
         study_config = config["studies"][study]
@@ -201,6 +202,12 @@ def target_compute_seconds(results: str, study: str, attack: str, study_config: 
     as the study has repetitions."""
     costs = res.target_seconds(results, study, attack)
     return (costs["score_seconds"] + costs["model_seconds"] + costs["fit_seconds"]).tolist()
+
+
+def write_table_page(prefix: str, table: pd.DataFrame, title: str, intro: list[str]) -> None:
+    """``prefix.csv`` and ``prefix.md``: a title, the ``intro`` lines and the table."""
+    io.write_table(prefix + ".csv", table)
+    io.write_text(prefix + ".md", "\n".join([f"# {title}", "", *intro, "", _markdown(table), ""]))
 
 
 def _markdown(frame: pd.DataFrame) -> str:

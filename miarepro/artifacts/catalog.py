@@ -251,39 +251,26 @@ def paper_keys(paper: str) -> PaperKeys:
     return PaperKeys(frozenset(datasets), {a: frozenset(s) for a, s in settings.items()})
 
 
-def paper_values_of(artifact: str) -> pd.DataFrame:
-    """The numbers the paper prints for one artifact (empty for figures without any)."""
-    return paper_values(artifact)
-
-
 def contradictions(artifact: str) -> list[str]:
     """Markdown bullets for the artifact's printed cells flagged ``[!]`` in ``note``: numbers
     the paper contradicts elsewhere (another table, a duplicated cell, a total that does not
     add up), so that a reader of the table sees the doubt beside the number it shows."""
-    values = paper_values_of(artifact)
-    if values.empty:
-        return []
-    flagged = values[values["note"].fillna("").str.contains("[!]", regex=False)]
-    bullets = []
-    for row in flagged.to_dict("records"):
-        cell = " ".join(str(row[key]) for key in ("dataset", "model", "attack", "setting")
-                        if not _missing(row[key]) and row[key])
-        bullets.append(f"- {cell}, {row['metric']} = {row['value']:g}: {row['note']}")
-    return bullets
+    values = paper_values(artifact)
+    flagged = values[values["note"].str.contains("[!]", regex=False)]
+    cell = ("dataset", "model", "attack", "setting")
+    return [f"- {' '.join(row[key] for key in cell if row[key])}, {row['metric']} = "
+            f"{row['value']:g}: {row['note']}" for row in flagged.to_dict("records")]
 
 
-def paper_number(paper: str, dataset, attack, setting, metric: str,
-                 model: str | None = None) -> float | None:
+def paper_number(paper: str, dataset, attack, setting, metric: str, model: str | None = None,
+                 *, model_rows_only: bool = False) -> float | None:
     """The paper's first printed number for one (dataset, attack, setting, metric) cell, for
-    the paper's ``model`` where a table has a row per target model."""
-    return paper_value(_values_of([paper]), dataset, attack, setting, metric, model)
-
-
-def model_number(paper: str, dataset, attack, setting, metric: str, model: str) -> float | None:
-    """The paper's number for one cell from a table that prints a row for target ``model``
-    (QMIA's Tables 6 and 7), or None where no table of the paper does."""
+    the paper's ``model`` where a table has a row per target model. ``model_rows_only``: from
+    a row printed for ``model`` itself (QMIA's Tables 6 and 7), None where no table has one."""
     values = _values_of([paper])
-    return paper_value(values[values["model"] == model], dataset, attack, setting, metric, model)
+    if model_rows_only:
+        values = values[values["model"] == model]
+    return paper_value(values, dataset, attack, setting, metric, model)
 
 
 def for_model(papers: pd.DataFrame, model: str | None) -> pd.DataFrame:
@@ -314,4 +301,4 @@ def _missing(value: Any) -> bool:
 
 __all__ = ["ARTIFACT_IDS", "FAMILY_OF", "ID_PATTERN", "PaperKeys", "for_model", "implemented",
            "load_catalog", "paper_keys", "paper_number", "paper_value", "paper_values",
-           "paper_values_of", "parse_catalog", "parse_paper_keys"]
+           "parse_catalog", "parse_paper_keys"]

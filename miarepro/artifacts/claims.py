@@ -123,6 +123,12 @@ class Claim:
             return abs(a - self.value) <= self.margin
         return _compare(self.kind, a, b, self.value)
 
+    def side_metrics(self, sides: int = 2) -> list[str]:
+        """The metric each of ``sides`` sides is read at: a's, then b's (a's for the rivals
+        of ``matched_best``, which has no b)."""
+        first, other = (side.get("metric", self.metric) for side in (self.a, self.b or self.a))
+        return [first] + [other] * (sides - 1)
+
 
 def parse_claims(paper: str, text: str) -> list[Claim]:
     """Parse and validate one paper's claims file; errors name the claim and the key."""
@@ -235,7 +241,7 @@ def _compare(kind: str, a: float, b: float | None, value: float | None) -> bool:
     return a / b >= value
 
 
-def verdict(claim: Claim, a: Estimate, b: Estimate | None, paired: bool = False
+def verdict(claim: Claim, a: Estimate, b: Estimate | None = None, paired: bool = False
             ) -> tuple[str, Estimate]:
     """(one of :data:`VERDICTS` but "not run", the compared quantity) from paired estimates,
     or for a trend from the estimates of two studies trained apart (``paired``: on one
@@ -245,7 +251,8 @@ def verdict(claim: Claim, a: Estimate, b: Estimate | None, paired: bool = False
     return judge(claim, quantity, at_chance), quantity
 
 
-def compared(claim: Claim, a: Estimate, b: Estimate | None, paired: bool = False) -> Estimate:
+def compared(claim: Claim, a: Estimate, b: Estimate | None = None, paired: bool = False
+             ) -> Estimate:
     """The quantity a claim bounds: ``a - b``, ``a / b`` or ``a`` (paired), or for a trend the
     difference of two studies trained apart (``paired``: on one split)."""
     if claim.kind in TRENDS:  # a: where `over` is largest, b: smallest; two studies apart
@@ -350,9 +357,8 @@ def _at_chance(claim: Claim, a: Estimate, b: Estimate) -> bool:
     """Whether no side can be told from its metric's chance level (False where the metric has
     none): each is tested against its draws had the attack no signal
     (:meth:`~miarepro.uncertainty.Estimate.consistent_with_chance`)."""
-    sides = ((a, claim.a), (b, claim.b or claim.a))
-    for estimate, side in sides:
-        level = uncertainty.chance_level(side.get("metric", claim.metric))
+    for estimate, metric in zip((a, b), claim.side_metrics(), strict=True):
+        level = uncertainty.chance_level(metric)
         if level is None or not estimate.consistent_with_chance(level):
             return False
     return True
@@ -364,12 +370,12 @@ def claim_paper_value(claim: Claim, dataset: str, spec: dict[str, str],
     for the paper's ``model`` where the artifact has a row per target model. Where the
     artifact prints other target models only (QMIA's Table 1 is ResNet-50's), the number is
     the one the paper prints for ``model`` elsewhere (Table 6's ResNet-10)."""
-    values = catalog.paper_values_of(claim.artifact)
+    values = catalog.paper_values(claim.artifact)
     cell = (dataset, spec["attack"], spec.get("setting"), claim.metric, model)
     value = catalog.paper_value(values, *cell)
     if value is None and model and not values.empty and not values["model"].isin(
             ["", model]).any():
-        value = catalog.model_number(claim.paper, *cell)
+        value = catalog.paper_number(claim.paper, *cell, model_rows_only=True)
     return value
 
 
@@ -619,10 +625,8 @@ def _study_row(claim: Claim, study: str, sides: tuple, config: dict[str, Any]
         rival = (f"; the second is the closest of {rivals} rivals (the rule: it would fail "
                  "at a Bonferroni level over them)")
     else:
-        outcome, quantity = verdict(claim, estimates[0],
-                                    estimates[1] if len(estimates) > 1 else None)
-    metrics = [claim.a.get("metric", claim.metric)] + [
-        (claim.b or claim.a).get("metric", claim.metric)] * (len(shown) - 1)
+        outcome, quantity = verdict(claim, *estimates)
+    metrics = claim.side_metrics(len(shown))
     labels = [_side_label(study_config, name, metric if len(set(metrics)) > 1 else None)
               for name, metric in zip(shown, metrics, strict=True)]
     return {**row, "verdict": outcome, "replicates": independent_runs(study, config),
@@ -662,8 +666,7 @@ def _side_estimates(claim: Claim, study: str, specs: list[dict[str, str]],
         absent = [_spec_text(spec) for spec, name in zip(specs, names, strict=False)
                   if name is None] or ["a rival with another study's references"]
         return f"needs {' and '.join(absent)} in this study"
-    sides = [claim.a] + [claim.b or claim.a] * (len(names) - 1)  # rivals: a's
-    metrics = [side.get("metric", claim.metric) for side in sides]
+    metrics = claim.side_metrics(len(names))
     unmeasured = sorted({metric for name, metric in zip(names, metrics, strict=True)
                          if metric not in COSTS
                          and metric not in res.attack_estimates(res.RESULTS, study, name)})
@@ -698,7 +701,7 @@ def _pooled_rows(claim: Claim, config: dict[str, Any], studies: list[str]
         if missing:
             rows.append({**row, "verdict": "not run", "ours": "; ".join(missing)})
             continue
-        quantities = [compared(claim, e[0], e[1] if len(e) > 1 else None) for e in estimates]
+        quantities = [compared(claim, *sides) for sides in estimates]
         mean = uncertainty.mean_across_studies(quantities)
         at_chance = mean.resolvable and claim.kind in COMPARISONS and all(
             _at_chance(claim, *sides) for sides in estimates)

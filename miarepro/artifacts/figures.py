@@ -155,13 +155,9 @@ def sweep_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
                        f"{metric}_resolvable": True}
             else:
                 row = res.estimate_columns(metric, estimates[metric])
-            scale = uncertainty.percent_scale(metric)
             rows.append({"attack": attack, "x": values.get(settings["x"]),
                          "series": str(values.get(settings.get("series"), "")),
-                         "metric": metric, "value": scale * row[metric],
-                         "low": scale * row[f"{metric}_low"],
-                         "high": scale * row[f"{metric}_high"],
-                         "resolvable": row[f"{metric}_resolvable"]})
+                         "metric": metric, **res.scaled_interval(metric, row)})
     table = pd.DataFrame(rows)
     numeric = pd.api.types.is_numeric_dtype(table["x"])
     ticks = list(dict.fromkeys(table["x"]))  # categories in the order the attacks are listed
@@ -219,18 +215,13 @@ def grid_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pre
     scale = uncertainty.percent_scale(metric)
     values = pd.DataFrame(np.nan, index=studies, columns=studies)
     text = pd.DataFrame("", index=studies, columns=studies)
-    for study in studies:
-        study_config = config["studies"][study]
-        for attack in settings["attacks"]:
-            if attack not in study_config["attacks"]:
-                continue
-            home = reference_home(study, study_config, study_config["attacks"][attack])
-            column = column_of.get(home, home)
-            row = res.estimate_columns(metric, res.attack_estimates(RESULTS, study,
-                                                                    attack)[metric])
-            text.loc[study, column] = res.format_estimate(row, metric).replace(" [", "\n[")
-            if row[f"{metric}_resolvable"]:
-                values.loc[study, column] = scale * row[metric]
+    for study, study_config, attack in res.listed_attacks(settings, config):
+        home = reference_home(study, study_config, study_config["attacks"][attack])
+        column = column_of.get(home, home)
+        row = res.estimate_columns(metric, res.attack_estimates(RESULTS, study, attack)[metric])
+        text.loc[study, column] = res.format_estimate(row, metric).replace(" [", "\n[")
+        if row[f"{metric}_resolvable"]:
+            values.loc[study, column] = scale * row[metric]
     labels = [_model_label(config["studies"][s]["model"]) for s in studies]
     best = values.idxmax(axis=1)
     matched = sum(best[s] == s for s in studies if values.loc[s].notna().any())
@@ -264,20 +255,12 @@ def bars_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
     from a study, or a metric the audit cannot resolve, leaves its bar out."""
     studies = studies_of(settings, config)
     rows = []
-    for study in studies:
-        study_config = config["studies"][study]
-        for attack in settings["attacks"]:
-            if attack not in study_config["attacks"]:
-                continue
-            estimates = res.attack_estimates(RESULTS, study, attack)
-            for metric in settings["metrics"]:
-                row = res.estimate_columns(metric, estimates[metric])
-                scale = uncertainty.percent_scale(metric)
-                rows.append({"study": study, "attack": attack, "label": study_config[
-                    "attacks"][attack].get("label", attack), "metric": metric,
-                    "value": scale * row[metric],
-                    "low": scale * row[f"{metric}_low"], "high": scale * row[f"{metric}_high"],
-                    "resolvable": row[f"{metric}_resolvable"]})
+    for study, study_config, attack in res.listed_attacks(settings, config):
+        estimates = res.attack_estimates(RESULTS, study, attack)
+        label = study_config["attacks"][attack].get("label", attack)
+        rows += [{"study": study, "attack": attack, "label": label, "metric": metric,
+                  **res.scaled_interval(metric, res.estimate_columns(metric, estimates[metric]))}
+                 for metric in settings["metrics"]]
     table = pd.DataFrame(rows)
     plt = pyplot()
     metrics = list(settings["metrics"])

@@ -16,16 +16,11 @@ from miarepro.artifacts.builders import (
     _model_cards,
     scale_note,
     with_paper_dataset,
+    write_table_page,
 )
 from miarepro.artifacts.catalog import paper_value, paper_values
 from miarepro.artifacts.registry import AUDIT_MINUTES
 from miarepro.artifacts.results import RESULTS, studies_of
-
-
-def _write(prefix: str, table: pd.DataFrame, lines: list[str]) -> None:
-    io.write_table(prefix + ".csv", table)
-    io.write_text(prefix + ".md", "\n".join(lines) + "\n")
-
 
 # --- Table 1: threat models ------------------------------------------------------------------
 
@@ -57,11 +52,10 @@ def threat_models(name: str, settings: dict[str, Any], config: dict[str, Any],
                      "paper": " / ".join((access, references, loo)),
                      "matches_paper": ours == (access, references, loo)})
     table = pd.DataFrame(rows)
-    _write(prefix, table, [
-        f"# {name}: model access, reference models and leave-one-out knowledge", "",
+    write_table_page(prefix, table, f"{name}: model access, reference models and leave-one-out "
+                     "knowledge", [
         "Read from each attack's registration in `miarepro.attacks` (what the workflow hands "
-        "it), beside IHA Table 1 (access / reference models / leave-one-out knowledge).", "",
-        _markdown(table)])
+        "it), beside IHA Table 1 (access / reference models / leave-one-out knowledge)."])
 
 
 # --- Table 5: decision agreement ---------------------------------------------------------------
@@ -114,7 +108,8 @@ def agreement(name: str, settings: dict[str, Any], config: dict[str, Any], prefi
         lines += [f"## {study}", "", f"_{scale_note(config, study_config)}_", "",
                   f"{int(member.sum())} members and {int((~member).sum())} non-members.", "",
                   _markdown(matrix), ""]
-    _write(prefix, pd.DataFrame(rows), lines)
+    io.write_table(prefix + ".csv", pd.DataFrame(rows))
+    io.write_text(prefix + ".md", "\n".join(lines) + "\n")
 
 
 def _paper_agreement(papers: pd.DataFrame, study_config: dict[str, Any], a: str, b: str,
@@ -197,8 +192,7 @@ def attack_costs(name: str, settings: dict[str, Any], config: dict[str, Any],
                          **{f"paper_{k}": paper_value(papers, study_config.get("paper_dataset"),
                                                       key, "", k) for k in ours}})
     table = pd.DataFrame(rows)
-    _write(prefix, table, [
-        f"# {name}: runtime and memory", "",
+    write_table_page(prefix, table, f"{name}: runtime and memory", [
         "Measured by this run on its own device (2 CPU cores for the default configuration): "
         "precompute = the attack's fit (IHA: Hessian and eigendecomposition) or the training "
         "of the reference models it uses (LiRA), for one target; seconds per record = the "
@@ -210,8 +204,7 @@ def attack_costs(name: str, settings: dict[str, Any], config: dict[str, Any],
         f"`{AUDIT_MINUTES}`: an audit of {AUDIT_RECORDS:,} records, precompute plus "
         f"{AUDIT_RECORDS:,} times the time per record, with LiRA's reference models scaled to "
         f"the paper's {PAPER_REFERENCES} (the mean of ours times {PAPER_REFERENCES}); the "
-        "paper's are its text's \"about 1 hour\" (IHA) and \"about 3 hours\" (LiRA).", "",
-        _markdown(table)])
+        "paper's are its text's \"about 1 hour\" (IHA) and \"about 3 hours\" (LiRA)."])
 
 
 def cost_inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:

@@ -7,7 +7,6 @@ They read model and fit cards only, so they rebuild when those change, not when 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -15,30 +14,10 @@ import pandas as pd
 
 from miarepro import io, quantile
 from miarepro.artifacts import results as res
+from miarepro.artifacts.builders import write_table_page as _write
 from miarepro.artifacts.catalog import for_model, paper_value, paper_values
 from miarepro.artifacts.results import RESULTS, studies_of
 from miarepro.paths import model_home, reference_home
-
-
-def _markdown(frame: pd.DataFrame) -> str:
-    from miarepro.artifacts.builders import _markdown as markdown
-
-    return markdown(frame)
-
-
-def _write(prefix: str, table: pd.DataFrame, title: str, intro: list[str]) -> None:
-    io.write_table(prefix + ".csv", table)
-    io.write_text(prefix + ".md", "\n".join([f"# {title}", "", *intro, "", _markdown(table), ""]))
-
-
-def _listed(settings: dict[str, Any], config: dict[str, Any]
-            ) -> Iterator[tuple[str, dict[str, Any], str]]:
-    """``(study, its config, attack)`` for each listed attack that a listed study has."""
-    for study in studies_of(settings, config):
-        study_config = config["studies"][study]
-        for attack in settings["attacks"]:
-            if attack in study_config["attacks"]:
-                yield study, study_config, attack
 
 
 def _fit_card(results: str, study: str, study_config: dict[str, Any], attack: str,
@@ -63,7 +42,7 @@ def fit_inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -
     """The fit cards of the listed attacks (target 0), and the reference model cards the cost
     table compares them with."""
     files = []
-    for study, study_config, attack in _listed(settings, config):
+    for study, study_config, attack in res.listed_attacks(settings, config):
         files.append(_fit_card(results, study, study_config, attack))
         if settings["builder"] == "fit_costs":
             files.append(_reference_card(results, study, study_config, attack))
@@ -120,7 +99,7 @@ def search_table(name: str, settings: dict[str, Any], config: dict[str, Any],
     """The search space of each listed fit, the values its search chose and what the trials
     did, read from the fit card (target 0) where the trial log is saved."""
     rows, notes = [], []
-    for study, study_config, attack in _listed(settings, config):
+    for study, study_config, attack in res.listed_attacks(settings, config):
         card = io.read_json(_fit_card(RESULTS, study, study_config, attack))
         search = card["info"].get("search")
         if search is None:
@@ -156,7 +135,7 @@ def fit_costs(name: str, settings: dict[str, Any], config: dict[str, Any], prefi
     the paper's claim that QMIA costs about one shadow model; the paper's GPU minutes beside."""
     papers = paper_values(name)
     rows = []
-    for study, study_config, attack in _listed(settings, config):
+    for study, study_config, attack in res.listed_attacks(settings, config):
         card = io.read_json(_fit_card(RESULTS, study, study_config, attack))
         reference = io.read_json(_reference_card(RESULTS, study, study_config, attack))
         searched = "search" in card["info"]

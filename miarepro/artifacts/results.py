@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +48,6 @@ def studies_read(settings: dict[str, Any], config: dict[str, Any],
                 if name in study_config["attacks"]}}
         studies[study] = study_config
     return studies
-
-
-def metric_name(kind: str, fpr: float) -> str:
-    return f"{kind}@{fpr * 100:g}%"
 
 
 def score_path(results: str, study: str, attack: str) -> Path:
@@ -161,6 +157,24 @@ def estimate_columns(metric: str, estimate: uncertainty.Estimate,
             f"{metric}_low": float(low) if shown else math.nan,
             f"{metric}_high": float(high) if shown else math.nan,
             f"{metric}_resolvable": shown}
+
+
+def scaled_interval(metric: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A row of :func:`estimate_columns` as a plot reads it: ``value``, ``low`` and ``high``
+    in the papers' units (:func:`uncertainty.percent_scale`), and ``resolvable``."""
+    scale = uncertainty.percent_scale(metric)
+    return {"value": scale * row[metric], "low": scale * row[f"{metric}_low"],
+            "high": scale * row[f"{metric}_high"], "resolvable": row[f"{metric}_resolvable"]}
+
+
+def listed_attacks(settings: dict[str, Any], config: dict[str, Any]
+                   ) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """``(study, its config, attack)`` for each listed attack that a listed study has."""
+    for study in studies_of(settings, config):
+        study_config = config["studies"][study]
+        for attack in settings["attacks"]:
+            if attack in study_config["attacks"]:
+                yield study, study_config, attack
 
 
 def format_estimate(row: dict[str, Any] | pd.Series, metric: str, paper: str | None = None

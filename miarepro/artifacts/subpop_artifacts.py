@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 
 from miarepro import io, splits
+from miarepro.artifacts.builders import write_table_page
 from miarepro.artifacts.catalog import paper_value, paper_values
 from miarepro.artifacts.figures import _save, pyplot, title
-from miarepro.artifacts.model_tables import _write
 from miarepro.artifacts.registry import TRAIN_MINUTES
 from miarepro.artifacts.results import RESULTS, studies_of
 from miarepro.paths import attack_params, model_home, reference_home
@@ -119,7 +119,7 @@ def training_costs(name: str, settings: dict[str, Any], config: dict[str, Any],
                     "ours_minutes": round(measured[setting], 3),
                     "ours_minutes_at_paper_counts": round(at_paper[setting], 3),
                     "paper_gpu_minutes": np.nan if paper is None else paper})
-    _write(prefix, pd.DataFrame(rows), f"{name}: training minutes",
+    write_table_page(prefix, pd.DataFrame(rows), f"{name}: training minutes",
            ["Minutes of training each attack needs before it can score (CPU of this run; the "
             "paper's are minutes on one RTX 2080 Ti). Shadow-model attacks: our shadows' "
             "measured minutes, and their mean scaled to the paper's 30 shadows (all targets "
