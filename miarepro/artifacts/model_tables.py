@@ -85,6 +85,11 @@ def accuracy_table(name: str, settings: dict[str, Any], config: dict[str, Any],
 
 # --- QMIA Tables 4 and 5: search spaces and chosen values -----------------------------------
 
+#: how the paper prints a range that is drawn otherwise here: Table 5's depth is "uniform(1,10)",
+#: drawn as an integer, a tree's depth being one
+PAPER_WORDING = {"depth": "uniform(1, 10)"}
+
+
 def _describe(spec: dict[str, Any]) -> str:
     if "choices" in spec:
         return "choice(" + ", ".join(json.dumps(c) for c in spec["choices"]) + ")"
@@ -116,7 +121,7 @@ def search_table(name: str, settings: dict[str, Any], config: dict[str, Any],
             chosen = search["chosen"][key]
             rows.append({"study": study, "attack": attack, "hyperparameter": key,
                          "configuration": _describe(spec),
-                         "paper": (quantile.PAPER_WORDING.get(key, _describe(paper[key]))
+                         "paper": (PAPER_WORDING.get(key, _describe(paper[key]))
                                    if key in paper else ""),
                          "chosen": json.dumps(chosen) if not isinstance(chosen, float)
                          else f"{chosen:.3g}"})
