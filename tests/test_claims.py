@@ -755,6 +755,24 @@ def test_replication_is_only_given_for_a_testable_verdict_over_replicates():
     assert 0 <= cl.replication(greater, "s", "holds", over_targets) <= 1
 
 
+def test_replication_equals_a_rerun_drawn_replicate_by_replicate_from_the_posterior():
+    """Three replicates whose interval just clears 0: the chance that a rerun holds too, by an
+    independent simulation that draws the spread (Jeffreys), the true mean, then three
+    replicate values and their t interval. With the spread held at the run's it would be 0.72."""
+    from scipy import stats
+
+    values = np.array([0.052, 0.030, 0.061])
+    quantity = Estimate(values.mean(), values, "replicates")
+    n, rng, draws = len(values), np.random.default_rng(0), 200_000
+    sigma = values.std(ddof=1) * np.sqrt((n - 1) / rng.chisquare(n - 1, draws))
+    rerun = rng.normal(rng.normal(values.mean(), sigma / np.sqrt(n))[:, None], sigma[:, None],
+                       (draws, n))
+    low = rerun.mean(1) - stats.t.ppf(0.975, n - 1) * rerun.std(1, ddof=1) / np.sqrt(n)
+    expected = float(np.mean(low > 0))  # 0.58
+    assert cl.replication(claim("greater"), "s", "holds", quantity) == pytest.approx(
+        expected, abs=0.025)
+
+
 def test_replication_predicts_how_often_a_second_run_agrees():
     """Generated claims whose true differences spread around the boundary, each run twice with
     5 replicates: the mean replication of the first run's verdicts is the share of second runs
