@@ -383,3 +383,23 @@ def test_a_table_lists_the_cells_its_paper_contradicts() -> None:
         "(A15)"]
     assert cat.contradictions("SUB-T2") == []
     assert cat.contradictions("SM-F5") == []  # a figure the paper prints no number for
+
+
+def test_a_page_of_several_studies_says_each_deviation_once():
+    """Deviations several studies share go under all of them, first; each study then lists
+    its own, or points above where it has none of its own."""
+    from miarepro.artifacts.builders import deviation_notes
+
+    config = {"scale": "miniature", "studies": {
+        "a": {"paper_dataset": "purchase100", "deviations": ["30 epochs", "3 replicates", "a's"]},
+        "b": {"paper_dataset": "mnist", "deviations": ["30 epochs", "3 replicates"]},
+        "c": {"paper_dataset": "cifar10", "deviations": ["30 epochs", "c's"]}}}
+    lines = deviation_notes(config, ["a", "b", "c"])
+    assert lines == [
+        "- **a** (purchase100), **b** (mnist), **c** (cifar10): scaled-down proxy: 30 epochs",
+        "- **a** (purchase100), **b** (mnist): scaled-down proxy: 3 replicates",
+        "- **a** (purchase100): scaled-down proxy: a's",
+        "- **b** (mnist): scaled-down proxy: as above",
+        "- **c** (cifar10): scaled-down proxy: c's"]
+    alone = deviation_notes({**config, "scale": "paper"}, ["a"])
+    assert alone == ["- **a** (purchase100): scaled-down proxy: 30 epochs; 3 replicates; a's"]

@@ -71,6 +71,35 @@ def scale_note(config: dict[str, Any], study: dict[str, Any]) -> str:
     return "scaled-down proxy: " + ("; ".join(study["deviations"]) or "miniature settings")
 
 
+def deviation_notes(config: dict[str, Any], studies: list[str]) -> list[str]:
+    """Markdown bullets of the studies' deviations, each said once: those several studies
+    share (their replicates, a variant of a reference attack) under all of them, first, then
+    each study's own. A page of three studies of one paper had repeated a shared line per
+    study."""
+    sharing: dict[str, list[str]] = {}  # deviation -> the listed studies that make it
+    for study in studies:
+        for deviation in config["studies"][study]["deviations"]:
+            holders = sharing.setdefault(deviation, [])
+            holders += [study] if study not in holders else []
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for deviation, holders in sharing.items():
+        groups.setdefault(tuple(holders), []).append(deviation)
+    shared = sorted((g for g in groups if len(g) > 1), key=len, reverse=True)
+
+    def named(group: tuple[str, ...]) -> str:
+        return ", ".join(f"**{study}** ({config['studies'][study].get('paper_dataset', '?')})"
+                         for study in group)
+
+    lines = [f"- {named(group)}: " + scale_note(config, {"deviations": groups[group]})
+             for group in shared]
+    for study in studies:
+        own = groups.get((study,), [])
+        text = (scale_note(config, {"deviations": own}) if own or not any(
+            study in group for group in shared) else "scaled-down proxy: as above")
+        lines.append(f"- {named((study,))}: {text}")
+    return lines
+
+
 INTERVAL_NOTE = ("Intervals are 95%: Student-t over target models where a study has at least "
                  f"{uncertainty.MIN_TARGETS} repetitions (a partition split's targets; those of a "
                  "balanced split share their pool and count as one run), else a stratified "
@@ -288,8 +317,7 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
             for row in group.to_dict("records") if row["metric"] in noisy}}
         for key, group in table.groupby(["study", "attack", "n_members", "n_nonmembers"],
                                         sort=False)])
-    notes = [f"- **{s}** ({config['studies'][s].get('paper_dataset', '?')}): "
-             f"{scale_note(config, config['studies'][s])}" for s in studies]
+    notes = deviation_notes(config, studies)
     auc_unit = ("in %" if uncertainty.percent_scale("auc", config["studies"][studies[0]]["paper"])
                 == 100 else "as a fraction")
     lines = [f"# {name}", "", f"Ours beside the paper's value; TPR and precision in %, AUC "
