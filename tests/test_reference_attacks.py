@@ -283,6 +283,12 @@ def test_shadow_features_and_scores():
         ctx, reference_masks=lopsided,
         reference_logits=(values[:, :, None] * np.eye(3)[labels])[:, None]))
     assert score[0] > 0.9 and score[1] < 0.1
+    # each target (a repetition of a partition study) draws its rows and classifier anew
+    many = dataclasses.replace(ctx, audit=np.arange(200))
+    first = run("shadow", many, max_rows=100)
+    np.testing.assert_array_equal(first, run("shadow", many, max_rows=100))
+    assert not np.array_equal(first, run("shadow", dataclasses.replace(many, target_index=1),
+                                         max_rows=100))
 
 
 # --- an overfit target -------------------------------------------------------------------------

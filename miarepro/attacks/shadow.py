@@ -86,10 +86,12 @@ def shadow(ctx: AttackContext, top_k: Annotated[int, Range(1)] = 3,
     ``classifier`` is ``mlp`` (one hidden layer of 64 units on standardised features, Adam,
     stopped when the training loss stalls: the per-class MLP of matrix A12) or ``gbdt``
     (histogram gradient boosting, 100 trees). Each class's training set is at most
-    ``max_rows`` (shadow model, sample) rows, drawn with a generator seeded by ``ctx.seed``
-    after sorting the rows by content, so the scores do not depend on the order of models or
-    samples. A class whose shadow rows are all IN or all OUT, or absent, is scored by one
-    classifier trained on all classes together (or that constant if it too has one value).
+    ``max_rows`` (shadow model, sample) rows, drawn after sorting the rows by content, so the
+    scores do not depend on the order of models or samples. The draws and the classifiers are
+    seeded by the study's seed and the target: each repetition of a partition study is an
+    independent run of the attack too. A class whose shadow rows are all IN or all OUT, or
+    absent, is scored by one classifier trained on all classes together (or that constant if
+    it too has one value).
     """
     n_models = ctx.n_references
     if n_models == 0 or len(ctx.reference_pool) == 0:
@@ -97,6 +99,8 @@ def shadow(ctx: AttackContext, top_k: Annotated[int, Range(1)] = 3,
                          "pool of samples (ctx.reference_pool)")
     top_k = min(int(top_k), ctx.target_logits.shape[-1])
     pool = np.asarray(ctx.reference_pool)
+    seed = [ctx.seed, ctx.target_index]
+    fit_seed = int(np.random.SeedSequence(seed).generate_state(1)[0])
     rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for c in np.unique(ctx.labels[pool]):
         samples = pool[ctx.labels[pool] == c]
@@ -104,11 +108,11 @@ def shadow(ctx: AttackContext, top_k: Annotated[int, Range(1)] = 3,
         X = features(ctx.reference_logits[model, :, sample], ctx.labels[sample], top_k)
         y = ctx.reference_masks[model, sample].astype(int)
         order = np.lexsort((y, *X.T[::-1]))  # content order: invariant to model/sample order
-        rng = np.random.default_rng([ctx.seed, 1, int(c)])
+        rng = np.random.default_rng([*seed, 1, int(c)])
         rows[int(c)] = _subsample(X[order], y[order], max_rows, rng)
     everything = _subsample(np.concatenate([r[0] for r in rows.values()]),
                             np.concatenate([r[1] for r in rows.values()]),
-                            max_rows, np.random.default_rng([ctx.seed, 0]))
+                            max_rows, np.random.default_rng([*seed, 0]))
     pooled = None
     labels = ctx.labels[ctx.audit]
     target = features(np.swapaxes(ctx.target_logits[:, ctx.audit], 0, 1), labels, top_k)
@@ -117,9 +121,9 @@ def shadow(ctx: AttackContext, top_k: Annotated[int, Range(1)] = 3,
         where = labels == c
         X, y = rows.get(int(c), (None, np.zeros(1, dtype=int)))
         if X is not None and y.min() != y.max():
-            model = _fit(classifier, ctx.seed, X, y)
+            model = _fit(classifier, fit_seed, X, y)
         else:
-            pooled = _fit(classifier, ctx.seed, *everything) if pooled is None else pooled
+            pooled = _fit(classifier, fit_seed, *everything) if pooled is None else pooled
             model = pooled
         scores[where] = _predict(model, target[where])
     return scores
