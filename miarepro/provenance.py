@@ -11,11 +11,15 @@ from the step's entry modules on, transitively. Two kinds of module are read dif
 - drivers (``miarepro.pipeline``, ``miarepro.config``, ``miarepro.paths``): they hold every
   step's code, each step importing what it needs inside its function; their text and their
   module-level imports count, the imports inside their functions belong to the step that makes
-  them, which names them as entries. So editing ``miarepro/uncertainty.py`` rescores, but
-  never retrains. An entry ``module:name,name`` counts of ``module``'s text only what the
-  named functions or classes reach (the definitions their bodies name, transitively) and its
+  them, which names them as entries. So editing ``miarepro/metrics.py`` rescores, but never
+  retrains. An entry ``module:name,name`` counts of ``module``'s text only what the named
+  functions or classes reach (the definitions their bodies name, transitively) and its
   statements outside any definition: a rule names the driver functions its script calls, so
-  editing ``pipeline.score`` rescores without retraining either.
+  editing ``pipeline.score`` rescores without retraining either. Of another module named so
+  (the scoring part of ``miarepro.uncertainty``), the statements outside definitions count
+  only where they bind a name the reached code uses (an import, a constant), its docstring
+  never: editing the claims' side of it, constants included, rescores nothing. A module that
+  an entry counted whole imports counts whole.
 
 A package's ``__init__`` counts (as text) for every module in it, and the data files a module
 reads (:data:`DATA`) count with it: editing a claims file rebuilds the claims, editing a paper
@@ -122,7 +126,7 @@ def digest(entries: tuple[str, ...]) -> str:
         module, _, names = entry.partition(":")
         if names:
             parts.setdefault(module, set()).update(names.split(","))
-    whole = {entry for entry in entries if ":" not in entry}
+    whole = modules(tuple(entry for entry in entries if ":" not in entry))
     hasher = hashlib.sha256()
     for module in sorted(modules(entries)):
         source = source_file(module)
@@ -137,30 +141,51 @@ def digest(entries: tuple[str, ...]) -> str:
 
 def reached_source(module: str, names: frozenset[str]) -> str:
     """The text of ``module`` that its top-level functions or classes ``names`` run: their
-    definitions, those their bodies name (transitively), and every statement outside a
-    definition (imports, constants) with the definitions it names; the rest left out."""
+    definitions, those their bodies name (transitively), and the statements outside a
+    definition with the definitions they name; the rest left out. Of a driver every such
+    statement counts; of another module only those that bind a name the reached code uses
+    (imports, constants) and those that bind none (an ``if`` block), its docstring never."""
     text = source_file(module).read_text()
     tree = ast.parse(text)
     kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    definitions = {node.name: node for node in tree.body if isinstance(node, kinds)}
+    definitions = {node.name: [node] for node in tree.body if isinstance(node, kinds)}
     missing = sorted(names - definitions.keys())
     if missing:
         raise ValueError(f"{module} defines no {', '.join(missing)}")
+    statements = [node for node in tree.body if not isinstance(node, kinds)]
+    if ast.get_docstring(tree) is not None and module not in DRIVERS:
+        statements = statements[1:]
+    bound = {node: _bound(node) for node in statements} if module not in DRIVERS else {}
+    for node, binds in bound.items():
+        for name in binds:
+            definitions.setdefault(name, []).append(node)
 
     def named(node: ast.AST) -> list[str]:  # decorators, defaults and annotations included
         return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in definitions]
 
+    kept = {node for node in statements if not bound.get(node)}
     reached: set[str] = set()
-    todo = [*names, *(name for node in tree.body if not isinstance(node, kinds)
-                      for name in named(node))]
+    todo = [*names, *(name for node in kept for name in named(node))]
     while todo:
         name = todo.pop()
         if name not in reached:
             reached.add(name)
-            todo += named(definitions[name])
+            for node in definitions[name]:
+                kept.add(node)
+                todo += named(node)
     lines = text.splitlines(keepends=True)
     return "".join("".join(lines[_first_line(node) - 1 : node.end_lineno]) for node in tree.body
-                   if not isinstance(node, kinds) or node.name in reached)
+                   if node in kept)
+
+
+def _bound(node: ast.stmt) -> set[str]:
+    """The module-level names an import or an assignment binds (none for other statements)."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return set()
 
 
 def _first_line(node: ast.stmt) -> int:

@@ -20,7 +20,8 @@ the attack, so two attacks of one study are resampled identically and their diff
 
 - **Across studies.** A trend (an attack's leakage over the DP epsilon or the training-set
   size) compares two studies trained apart: :func:`difference_across_studies` subtracts
-  their bootstrap draws or takes Welch's interval over their targets or replicates.
+  their bootstrap draws, or their targets or replicates one by one where both studies share
+  a split (a DP sweep), or takes Welch's interval over them.
 - **Across replicates.** A study run as several replicates (``replicates`` in its config: the
   whole experiment under new seeds) gives the claims a Student-t interval over the replicates'
   values (:func:`over_replicates`), so the variance of training the target, its reference
@@ -412,7 +413,7 @@ class Estimate:
         return Estimate(paired.value, draws, self.method, paired.resolvable)
 
 
-def difference_across_studies(a: Estimate, b: Estimate, paired: bool = False) -> Estimate:
+def difference_across_studies(a: Estimate, b: Estimate, *, paired: bool = False) -> Estimate:
     """``a - b`` for estimates from two studies (a trend over the DP epsilon or the size).
 
     Two bootstraps subtract draw by draw. The weights depend on the seed, the target and the

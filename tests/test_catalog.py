@@ -401,5 +401,7 @@ def test_a_page_of_several_studies_says_each_deviation_once():
         "- **a** (purchase100): scaled-down proxy: a's",
         "- **b** (mnist): scaled-down proxy: as above",
         "- **c** (cifar10): scaled-down proxy: c's"]
-    alone = deviation_notes({**config, "scale": "paper"}, ["a"])
+    alone = deviation_notes({**config, "scale": "paper"}, ["a", "a"])  # listed twice: once
     assert alone == ["- **a** (purchase100): scaled-down proxy: 30 epochs; 3 replicates; a's"]
+    exact = {"scale": "paper", "studies": {"d": {"paper_dataset": "svhn", "deviations": []}}}
+    assert deviation_notes(exact, ["d"]) == ["- **d** (svhn): paper settings"]

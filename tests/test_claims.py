@@ -515,7 +515,11 @@ def test_a_trend_pairs_the_targets_of_studies_on_one_split(tmp_path, monkeypatch
         (differences.mean() - half, differences.mean() + half), abs=1e-6)
     assert paired["verdict"] == "holds"
     config["studies"]["bcw-eps-0-25"]["split"]["seed"] = 1
-    assert row()["quantity_high"] - row()["quantity_low"] > 4 * half
+    unpaired = row()
+    assert unpaired["quantity_high"] - unpaired["quantity_low"] > 4 * half
+    config["studies"]["bcw-eps-0-25"].update(split=dict(split), nonmembers="ood")
+    other = row()  # out-of-distribution non-members: other records audited
+    assert other["quantity_high"] - other["quantity_low"] > 4 * half
 
 
 def test_a_trend_point_with_a_setting_stays_out_of_the_default_settings_claims(

@@ -192,3 +192,29 @@ def test_scoring_counts_every_name_it_takes_from_the_uncertainty_module():
     text = provenance.reached_source("miarepro.uncertainty", frozenset(counted))
     assert "def metric_table" in text and "class Estimate" not in text
     assert "def over_replicates" not in text
+
+
+def test_a_named_part_of_a_module_counts_the_constants_it_uses_and_no_others(package_copy):
+    """The score jobs' digest counts the scoring part of uncertainty.py: the claims' constants
+    (N_NULL), the module docstring and the claims' classes change nothing; a constant the
+    scoring reads (N_BOOTSTRAP) does. A module an entry counts whole imports counts whole."""
+    score = ("miarepro.pipeline:StudyFiles,score,measure",
+             "miarepro.uncertainty:metric_table,decision_name,exceedance_name,pinball_name")
+    path = package_copy / "uncertainty.py"
+
+    def digest_after(old: str, new: str, entries: tuple[str, ...] = score) -> str:
+        path.write_text(path.read_text().replace(old, new, 1))
+        provenance.digest.cache_clear()
+        return provenance.digest(entries)
+
+    before = provenance.digest(score)
+    assert digest_after("N_NULL = 10_000", "N_NULL = 20_000") == before
+    assert digest_after('"""95% intervals', '"""Edited: 95% intervals') == before
+    assert digest_after("class Estimate:", "class Estimate:  # an edit") == before
+    assert digest_after("N_BOOTSTRAP = 1000", "N_BOOTSTRAP = 2000") != before
+    (package_copy / "probe.py").write_text("from miarepro import uncertainty\n")
+    provenance.imports.cache_clear()
+    provenance.digest.cache_clear()
+    with_probe = (*score, "miarepro.probe")
+    first = provenance.digest(with_probe)
+    assert digest_after("N_NULL = 20_000", "N_NULL = 30_000", with_probe) != first

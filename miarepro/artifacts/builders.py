@@ -77,10 +77,9 @@ def deviation_notes(config: dict[str, Any], studies: list[str]) -> list[str]:
     each study's own. A page of three studies of one paper had repeated a shared line per
     study."""
     sharing: dict[str, list[str]] = {}  # deviation -> the listed studies that make it
-    for study in studies:
-        for deviation in config["studies"][study]["deviations"]:
-            holders = sharing.setdefault(deviation, [])
-            holders += [study] if study not in holders else []
+    for study in dict.fromkeys(studies):
+        for deviation in dict.fromkeys(config["studies"][study]["deviations"]):
+            sharing.setdefault(deviation, []).append(study)
     groups: dict[tuple[str, ...], list[str]] = {}
     for deviation, holders in sharing.items():
         groups.setdefault(tuple(holders), []).append(deviation)
@@ -92,7 +91,7 @@ def deviation_notes(config: dict[str, Any], studies: list[str]) -> list[str]:
 
     lines = [f"- {named(group)}: " + scale_note(config, {"deviations": groups[group]})
              for group in shared]
-    for study in studies:
+    for study in dict.fromkeys(studies):
         own = groups.get((study,), [])
         text = (scale_note(config, {"deviations": own}) if own or not any(
             study in group for group in shared) else "scaled-down proxy: as above")
@@ -105,7 +104,8 @@ INTERVAL_NOTE = ("Intervals are 95%: Student-t over target models where a study 
                  "balanced split share their pool and count as one run), else a stratified "
                  "bootstrap over audited samples "
                  f"({'{bootstrap}'} replicates). **n/r**: the audit cannot resolve the metric "
-                 f"(fewer than {uncertainty.MIN_EXCEEDANCES}/FPR non-members, or fewer than "
+                 f"(fewer than {uncertainty.MIN_EXCEEDANCES}/FPR non-members, for a decision "
+                 "calibrated at level a fewer than 10/(1 - a), or fewer than "
                  f"{uncertainty.MIN_PER_CLASS} members or non-members per target).")
 
 

@@ -11,7 +11,8 @@ cost, the minutes an attack needs, with the run's timing noise as its interval:
 a value a theorem promises, within a ``margin`` (``equals``: QMIA's FPR = a), a trend of one
 attack across studies (``increases`` / ``decreases`` ``over`` the DP ``epsilon`` or the target's
 ``train_size``: its metric where that value is largest against where it is smallest, two
-studies trained apart: :func:`miarepro.uncertainty.difference_across_studies`),
+studies trained apart, paired target by target where they share a split:
+:func:`miarepro.uncertainty.difference_across_studies`),
 or that an attack does best with reference models of the target's own architecture
 (``matched_best``: it beats every one of the study's instances of the same attack that take
 their references from another study: :func:`matched_best_verdict`), the artifact that shows it
@@ -241,23 +242,23 @@ def _compare(kind: str, a: float, b: float | None, value: float | None) -> bool:
     return a / b >= value
 
 
-def verdict(claim: Claim, a: Estimate, b: Estimate | None = None, paired: bool = False
+def verdict(claim: Claim, a: Estimate, b: Estimate | None = None, *, paired: bool = False
             ) -> tuple[str, Estimate]:
     """(one of :data:`VERDICTS` but "not run", the compared quantity) from paired estimates,
     or for a trend from the estimates of two studies trained apart (``paired``: on one
     split)."""
-    quantity = compared(claim, a, b, paired)
+    quantity = compared(claim, a, b, paired=paired)
     at_chance = quantity.resolvable and claim.kind in COMPARISONS and _at_chance(claim, a, b)
     return judge(claim, quantity, at_chance), quantity
 
 
-def compared(claim: Claim, a: Estimate, b: Estimate | None = None, paired: bool = False
+def compared(claim: Claim, a: Estimate, b: Estimate | None = None, *, paired: bool = False
              ) -> Estimate:
     """The quantity a claim bounds: ``a - b``, ``a / b`` or ``a`` (paired), or for a trend the
     difference of two studies trained apart (``paired``: on one split)."""
     if claim.kind in TRENDS:  # a: where `over` is largest, b: smallest; two studies apart
         high, low = (a, b) if claim.kind == "increases" else (b, a)
-        return uncertainty.difference_across_studies(high, low, paired)
+        return uncertainty.difference_across_studies(high, low, paired=paired)
     if claim.kind in ("greater", "matched_best", "close", "not_below"):
         return a - b
     if claim.kind.startswith("ratio"):
@@ -340,7 +341,7 @@ def replication(claim: Claim, study: str, outcome: str, quantity: Estimate,
     if quantity.method != "welch" and not np.isfinite(quantity.draws).all():
         return float("nan")  # a replicate or target that cannot resolve the metric
     error, dof = uncertainty.standard_error(quantity)
-    if not np.isfinite(dof):  # a Welch interval of bootstraps alone: one realisation each
+    if not np.isfinite(dof):  # Welch of bootstraps alone (one realisation each) or no spread
         return float("nan")
     rng = np.random.default_rng(list(f"{claim.id}/{study}".encode()))
     sigma = error * np.sqrt(dof / rng.chisquare(dof, RERUNS))
@@ -762,14 +763,14 @@ def _trend_rows(claim: Claim, config: dict[str, Any], studies: list[str]
 
 
 def _one_split(first: list[str], second: list[str], config: dict[str, Any]) -> bool:
-    """Whether two studies' replicates audit the same records one by one (their dataset and
-    split the same: a DP sweep), so that a trend pairs them."""
-    def draws(study: str) -> tuple[Any, Any]:
+    """Whether two studies' replicates audit the same records one by one (their dataset,
+    split and non-members the same: a DP sweep), so that a trend pairs them."""
+    def audited(study: str) -> tuple[Any, ...]:
         found = config["studies"][study]
-        return found.get("dataset"), found.get("split")
+        return found.get("dataset"), found.get("split"), found.get("nonmembers")
 
-    return len(first) == len(second) and all(
-        draws(a) == draws(b) and draws(a)[1] is not None
+    return len(first) == len(second) and all(  # a study without a split pairs with none
+        audited(a) == audited(b) and audited(a)[1] is not None
         for a, b in zip(first, second, strict=True))
 
 

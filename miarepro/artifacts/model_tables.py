@@ -14,7 +14,7 @@ import pandas as pd
 
 from miarepro import io, quantile
 from miarepro.artifacts import results as res
-from miarepro.artifacts.builders import write_table_page as _write
+from miarepro.artifacts.builders import write_table_page
 from miarepro.artifacts.catalog import for_model, paper_value, paper_values
 from miarepro.artifacts.results import RESULTS, studies_of
 from miarepro.paths import model_home, reference_home
@@ -78,7 +78,7 @@ def accuracy_table(name: str, settings: dict[str, Any], config: dict[str, Any],
     table = pd.DataFrame(rows)
     if table["paper_train_acc"].isna().all():  # most papers print test accuracy only
         table = table.drop(columns="paper_train_acc")
-    _write(prefix, table, f"{name}: target accuracy (%)",
+    write_table_page(prefix, table, f"{name}: target accuracy (%)",
            ["Train and test accuracy of each study's target models (mean over targets), beside "
             "the paper's for the model it stands in for."])
 
@@ -125,7 +125,7 @@ def search_table(name: str, settings: dict[str, Any], config: dict[str, Any],
                                    if key in paper else ""),
                          "chosen": json.dumps(chosen) if not isinstance(chosen, float)
                          else f"{chosen:.3g}"})
-    _write(prefix, pd.DataFrame(rows), f"{name}: hyperparameter search",
+    write_table_page(prefix, pd.DataFrame(rows), f"{name}: hyperparameter search",
            ["Search space as configured (optuna TPE sampler, successive-halving pruner) beside "
             "the paper's (Table 4 for neural regressors, Table 5 for CatBoost), and the values "
             "the search chose. Trials are scored on a held-out share of the "
@@ -154,7 +154,7 @@ def fit_costs(name: str, settings: dict[str, Any], config: dict[str, Any], prefi
             "fit_per_reference_model": round(card["fit_seconds"]
                                              / reference["train_seconds"], 2),
             "paper_gpu_minutes": np.nan if paper is None else paper})
-    _write(prefix, pd.DataFrame(rows), f"{name}: cost of the quantile regressor",
+    write_table_page(prefix, pd.DataFrame(rows), f"{name}: cost of the quantile regressor",
            ["Fit seconds of the attack's own model (target 0; with a search: all trials) and "
             "the training seconds of one reference model of the same study, on the device of "
             "this run. QMIA claims its regressor costs about one shadow model; the paper's "

@@ -73,8 +73,7 @@ def _metrics_table(results: str, study: str, attack: str) -> pd.DataFrame:
 def attack_estimates(results: str, study: str, attack: str) -> dict[str, uncertainty.Estimate]:
     """Every metric's estimate of one attack, made once per artifact job, as the metrics file
     it reads is read once: the claims table asks for an attack's estimates once per claim and
-    side (943 times for 228 attacks in the default run), and making them draws every target's
-    chance draws. Callers must not modify it."""
+    side (943 times for 228 attacks in the default run). Callers must not modify it."""
     return uncertainty.estimates(_metrics_table(results, study, attack))
 
 

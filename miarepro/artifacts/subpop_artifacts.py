@@ -119,15 +119,14 @@ def training_costs(name: str, settings: dict[str, Any], config: dict[str, Any],
                     "ours_minutes": round(measured[setting], 3),
                     "ours_minutes_at_paper_counts": round(at_paper[setting], 3),
                     "paper_gpu_minutes": np.nan if paper is None else paper})
-    write_table_page(prefix, pd.DataFrame(rows), f"{name}: training minutes",
-           ["Minutes of training each attack needs before it can score (CPU of this run; the "
-            "paper's are minutes on one RTX 2080 Ti). Shadow-model attacks: our shadows' "
-            "measured minutes, and their mean scaled to the paper's 30 shadows (all targets "
-            "known) and 15 new IN shadows (Sablayrolles et al., per new sample: ours train half "
-            "their shadows anew, each record being IN for half of them; "
-            "`benchmarks/subpop.py` trains those 15 for a few new records and times them). "
-            "Ours: the BiGAN fit, once per victim. 'Ours without BiGAN' is read as the natural "
-            "subpopulation, which trains nothing."])
+    write_table_page(prefix, pd.DataFrame(rows), f"{name}: training minutes", [
+        "Minutes of training each attack needs before it can score (CPU of this run; the "
+        "paper's are minutes on one RTX 2080 Ti). Shadow-model attacks: our shadows' measured "
+        "minutes, and their mean scaled to the paper's 30 shadows (all targets known) and 15 "
+        "new IN shadows (Sablayrolles et al., per new sample: ours train half their shadows "
+        "anew, each record being IN for half of them; `benchmarks/subpop.py` trains those 15 "
+        "for a few new records and times them). Ours: the BiGAN fit, once per victim. 'Ours "
+        "without BiGAN' is read as the natural subpopulation, which trains nothing."])
 
 
 # --- Figure 2 -------------------------------------------------------------------------------
