@@ -252,7 +252,8 @@ def bars_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
                 prefix: str) -> None:
     """Grouped bars: one group per study, one bar per attack, one panel per metric, with 95%
     intervals (Stolen Memories' Figures 5 and 9-12: attacks across targets). An attack missing
-    from a study, or a metric the audit cannot resolve, leaves its bar out."""
+    from a study leaves its bar out; a metric the audit cannot resolve writes "n/r" in its
+    place, so that an empty slot is never read as zero."""
     studies = studies_of(settings, config)
     rows = []
     for study, study_config, attack in res.listed_attacks(settings, config):
@@ -274,7 +275,8 @@ def bars_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
     colours = dict(zip(series, palette(len(series)), strict=True))
     width = 0.8 / len(series)
     for axis, metric in zip(axes.ravel(), metrics, strict=True):
-        part = table[(table["metric"] == metric) & table["resolvable"]]
+        shown = table[table["metric"] == metric]
+        part = shown[shown["resolvable"]]
         for k, attack in enumerate(series):
             group = part[part["attack"] == attack]
             where = [studies.index(s) + (k - len(series) / 2 + 0.5) * width
@@ -282,8 +284,12 @@ def bars_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
             axis.bar(where, group["value"], width=width, color=colours[attack],
                      label=labels[attack],
                      yerr=error_bars(group["value"], group["low"], group["high"]), capsize=2)
+            for study in shown[(shown["attack"] == attack) & ~shown["resolvable"]]["study"]:
+                axis.text(studies.index(study) + (k - len(series) / 2 + 0.5) * width, 0, "n/r",
+                          rotation=90, ha="center", va="bottom", fontsize=6, color="0.35")
         axis.set_xticks(range(len(studies)), [textwrap.fill(s, 14) for s in studies],
                         fontsize=7)
+        axis.set_xlim(-0.5, len(studies) - 0.5)
         if metric in settings.get("bounds", {}):
             axis.axhline(settings["bounds"][metric], ls="--", color="0.3", lw=1,
                          label=f"bound ({settings['bounds'][metric]:g})")

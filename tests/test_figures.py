@@ -1,0 +1,29 @@
+"""Figures drawn from estimates: what a reader sees where the audit cannot resolve a metric."""
+
+import numpy as np
+
+from miarepro.artifacts import figures
+from miarepro.artifacts import results as res
+from miarepro.uncertainty import Estimate
+
+
+def test_bars_write_nr_where_a_metric_is_not_resolvable(monkeypatch):
+    """Stolen Memories' Figure 11 at alpha 0.99 on a small study: no bar, which would read as
+    zero, but "n/r" in its slot; every study keeps its slot on the axis."""
+    def estimates(_results, study, _attack):
+        return {"precision@cal99": Estimate(0.6, np.array([0.55, 0.6, 0.65]), "targets",
+                                            resolvable=study == "large")}
+
+    drawn = {}
+    monkeypatch.setattr(res, "attack_estimates", estimates)
+    monkeypatch.setattr(figures, "_save", lambda figure, prefix: drawn.update(figure=figure))
+    attacks = {"bayes-wb": {"attack": "bayes_wb"}, "general-wb": {"attack": "general_wb"}}
+    config = {"studies": {name: {"attacks": attacks} for name in ("small", "large")}}
+    figures.bars_figure("F", {"studies": ["small", "large"], "attacks": list(attacks),
+                              "metrics": ["precision@cal99"]}, config, "unused")
+    (axis,) = drawn["figure"].axes
+    assert [text.get_text() for text in axis.texts] == ["n/r", "n/r"]
+    assert all(text.get_position()[0] < 0.5 for text in axis.texts)  # the small study's slot
+    heights = sorted(round(patch.get_height(), 6) for patch in axis.patches)
+    assert heights == [60.0, 60.0]
+    assert axis.get_xlim() == (-0.5, 1.5)
