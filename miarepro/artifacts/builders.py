@@ -105,7 +105,8 @@ INTERVAL_NOTE = ("Intervals are 95%: Student-t over target models where a study 
                  "bootstrap over audited samples "
                  f"({'{bootstrap}'} replicates). **n/r**: the audit cannot resolve the metric "
                  f"(fewer than {uncertainty.MIN_EXCEEDANCES}/FPR non-members, for a decision "
-                 "calibrated at level a fewer than 10/(1 - a), or fewer than "
+                 f"calibrated at level a fewer than {uncertainty.MIN_EXCEEDANCES}/(1 - a), or "
+                 "fewer than "
                  f"{uncertainty.MIN_PER_CLASS} members or non-members per target).")
 
 

@@ -274,19 +274,21 @@ def bars_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
     labels = table.drop_duplicates("attack").set_index("attack")["label"]
     colours = dict(zip(series, palette(len(series)), strict=True))
     width = 0.8 / len(series)
+
+    def slot(study: str, k: int) -> float:  # the k-th attack's bar in the study's group
+        return studies.index(study) + (k - len(series) / 2 + 0.5) * width
+
     for axis, metric in zip(axes.ravel(), metrics, strict=True):
         shown = table[table["metric"] == metric]
         part = shown[shown["resolvable"]]
         for k, attack in enumerate(series):
             group = part[part["attack"] == attack]
-            where = [studies.index(s) + (k - len(series) / 2 + 0.5) * width
-                     for s in group["study"]]
-            axis.bar(where, group["value"], width=width, color=colours[attack],
-                     label=labels[attack],
+            axis.bar([slot(s, k) for s in group["study"]], group["value"], width=width,
+                     color=colours[attack], label=labels[attack],
                      yerr=error_bars(group["value"], group["low"], group["high"]), capsize=2)
             for study in shown[(shown["attack"] == attack) & ~shown["resolvable"]]["study"]:
-                axis.text(studies.index(study) + (k - len(series) / 2 + 0.5) * width, 0, "n/r",
-                          rotation=90, ha="center", va="bottom", fontsize=6, color="0.35")
+                axis.text(slot(study, k), 0, "n/r", rotation=90, ha="center", va="bottom",
+                          fontsize=6, color="0.35")
         axis.set_xticks(range(len(studies)), [textwrap.fill(s, 14) for s in studies],
                         fontsize=7)
         axis.set_xlim(-0.5, len(studies) - 0.5)
