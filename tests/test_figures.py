@@ -27,3 +27,29 @@ def test_bars_write_nr_where_a_metric_is_not_resolvable(monkeypatch):
     heights = sorted(round(patch.get_height(), 6) for patch in axis.patches)
     assert heights == [60.0, 60.0]
     assert axis.get_xlim() == (-0.5, 1.5)
+
+
+def test_grid_writes_nr_in_a_cell_the_audit_cannot_resolve(monkeypatch):
+    """BMIA's Figure 4: a run pair whose metric is not resolvable reads "n/r" in its cell
+    (seaborn leaves a missing value blank), and the best-reference frame skips it."""
+    def estimates(_results, study, attack):
+        return {"tpr@0.001": Estimate(0.05, np.array([0.04, 0.05, 0.06]), "targets",
+                                      resolvable=(study, attack) != ("wide", "cross"))}
+
+    drawn = {}
+    monkeypatch.setattr(res, "attack_estimates", estimates)
+    monkeypatch.setattr(figures, "_save", lambda figure, prefix: drawn.update(figure=figure))
+    models = {"mlp": {"arch": "mlp", "widths": [8]}, "wide": {"arch": "mlp", "widths": [64]}}
+    config = {"studies": {
+        name: {"model": model, "attacks": {
+            "own": {"attack": "bmia"},
+            "cross": {"attack": "bmia", "reference_study": "wide" if name == "mlp" else "mlp"}}}
+        for name, model in models.items()}}
+    figures.grid_figure("F", {"studies": ["mlp", "wide"], "attacks": ["own", "cross"],
+                              "metrics": ["tpr@0.001"]}, config, "unused")
+    axis = drawn["figure"].axes[0]
+    cells = {(round(t.get_position()[0], 1), round(t.get_position()[1], 1)): t.get_text()
+             for t in axis.texts}
+    assert cells[(0.5, 1.5)] == "n/r"  # row "wide", column "mlp": the unresolvable cross pair
+    assert sum(text == "n/r" for text in cells.values()) == 1
+    assert len(cells) == 4

@@ -232,6 +232,10 @@ def grid_figure(name: str, settings: dict[str, Any], config: dict[str, Any], pre
     sns.heatmap(values, annot=text.to_numpy(), fmt="", cmap="viridis", ax=axis,
                 xticklabels=labels, yticklabels=labels, annot_kws={"fontsize": 7},
                 cbar_kws={"label": f"{metric}" + (" (%)" if scale == 100 else "")})
+    # seaborn leaves a missing value's cell blank: one the audit runs but cannot resolve
+    # says "n/r", unlike a pair no attack runs
+    for k, j in np.argwhere(values.isna().to_numpy() & (text != "").to_numpy()):
+        axis.text(j + 0.5, k + 0.5, text.iat[k, j], ha="center", va="center", fontsize=7)
     for k, study in enumerate(studies):
         if values.loc[study].notna().any():
             axis.add_patch(plt.Rectangle((studies.index(best[study]), k), 1, 1, fill=False,
