@@ -19,6 +19,16 @@ victim and ``--shadows`` shadow models, the BiGAN fits), then reports:
 - with ``--ablation``: the subpopulation attack's AUC under other generator budgets (epochs,
   learning rate, the cosine-similarity term), to show whether the miniature's result depends
   on how well the BiGAN is trained.
+
+    .venv/bin/python benchmarks/subpop.py --run DIR [--out FILE]
+
+reads instead the score files of every Subpop study (and replicate) of a finished workflow
+directory ``DIR`` and asks whether the crafted records' loss says anything about membership
+beyond the record's own loss: Ours's AUC within tenths of the audit ranked by the own loss
+(Yeom et al.'s score), beside Yeom's own AUC there. Ours is the crafted records' mean loss
+minus the own loss; within a tenth the own loss still varies a little, and Yeom's AUC there is
+what that rest alone gives. Ours at that AUC: the subpopulation adds nothing to the own loss;
+above it: the crafted records tell more; below it: they blur what the own loss tells.
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import yaml
 
 from report import emit  # benchmarks/report.py (a script's folder is on sys.path)
@@ -135,6 +146,46 @@ def new_sample_costs(files, shadows: int, records: int, in_shadows: int
     return out
 
 
+def auc_given(scores: pd.DataFrame, given: str, score: str, bins: int = 10) -> float:
+    """AUC of ``score`` within ``bins`` equal tenths (by default) of the records ranked by
+    ``given``, pooled as one AUC over the pairs of a member and a non-member of the same bin."""
+    from sklearn.metrics import roc_auc_score
+
+    strata = pd.qcut(scores[given].rank(method="first"), bins, labels=False)
+    pooled = weights = 0.0
+    for _, part in scores.groupby(strata):
+        members = int(part["member"].sum())
+        pairs = members * (len(part) - members)
+        if pairs:
+            pooled += pairs * roc_auc_score(part["member"], part[score])
+            weights += pairs
+    return pooled / weights
+
+
+def conditional_report(run: Path) -> list[str]:
+    """Per Subpop study of a finished run: Yeom's and Ours's AUC, and both given the record's
+    own loss (:func:`auc_given`), each the mean over the study's targets."""
+    from sklearn.metrics import roc_auc_score
+
+    lines = ["| study | targets | AUC: Yeom | Ours | within tenths of the own loss: Yeom | Ours |",
+             "|---|---|---|---|---|---|"]
+    for scores in sorted((run / "results" / "studies").glob("*/scores")):
+        if not ((scores / "subpop.parquet").exists() and (scores / "yeom.parquet").exists()):
+            continue
+        merged = pd.read_parquet(scores / "subpop.parquet").merge(
+            pd.read_parquet(scores / "yeom.parquet"), on=["target", "sample", "member"],
+            suffixes=("_ours", "_yeom"), validate="one_to_one")
+        per_target = np.array([
+            (roc_auc_score(part["member"], part["score_yeom"]),
+             roc_auc_score(part["member"], part["score_ours"]),
+             auc_given(part, "score_yeom", "score_yeom"),
+             auc_given(part, "score_yeom", "score_ours"))
+            for _, part in merged.groupby("target")])
+        lines.append(f"| {scores.parent.name} | {len(per_target)} | "
+                     + " | ".join(f"{auc:.3f}" for auc in per_target.mean(axis=0)) + " |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--study", default="subpop-mnist", help="a Subpop study of the default "
@@ -144,8 +195,14 @@ def main() -> None:
                         help="records to train Sablayrolles's 15 new IN shadow models for")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--ablation", action="store_true")
+    parser.add_argument("--run", type=Path, help="a finished workflow directory: report Ours's "
+                        "AUC given the own loss from its score files, and nothing else")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    if args.run:
+        emit([f"# Subpop: does the subpopulation add to the own loss? ({args.run})", "",
+              *conditional_report(args.run)], args.out)
+        return
 
     import torch
 
