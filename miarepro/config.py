@@ -297,7 +297,7 @@ def _check_dp(where: str, study: dict[str, Any], sizes: dict[str, int]) -> None:
     if study["model"]["arch"] == "catboost":
         raise _fail(f"{where}.training.dp", "DP-SGD trains torch models; catboost models "
                     "ignore the training recipe")
-    largest = max(sizes["members"], sizes["reference_pool"] // 2) if sizes else None
+    largest = max(sizes["members"], sizes["reference_training"] // 2) if sizes else None
     try:
         check_dp(dp, largest, f"{where}.training.dp")
     except ValueError as error:
@@ -328,7 +328,7 @@ def _check_reference_study(at: str, study: dict[str, Any], entry: dict[str, Any]
 def _split_sizes(where: str, study: dict[str, Any], config: dict[str, Any]) -> dict[str, int]:
     """Sizes of the parts of the study's split (empty if the dataset size is unknown)."""
     from miarepro.data import expected_size
-    from miarepro.splits import make_split
+    from miarepro.splits import make_split, reference_training_pool
 
     split = study["split"]
     scheme = split["scheme"]
@@ -345,15 +345,23 @@ def _split_sizes(where: str, study: dict[str, Any], config: dict[str, Any]) -> d
             if split["fractions"].get(part, 0) <= 0:
                 raise _fail(f"{where}.split.fractions.{part}", "must be positive: the target "
                             "needs members and non-members")
+        for part in split.get("references_train_on", ()):
+            if split["fractions"].get(part, 0) <= 0:
+                raise _fail(f"{where}.split.references_train_on", f"names {part!r}, which "
+                            "split.fractions leaves empty")
     elif "fractions" in split:
         raise _fail(f"{where}.split.fractions", "only for the 'partition' scheme; 'balanced' "
                     "takes population_fraction")
+    elif "references_train_on" in split:
+        raise _fail(f"{where}.split.references_train_on", "only for the 'partition' scheme; "
+                    "a balanced split's references already share the targets' pool")
     n_samples = expected_size(config["datasets"][study["dataset"]])
     if n_samples is None:
         return {}
     parts = make_split(n_samples, split)
     sizes = {name: len(parts[name]) for name in ("target_train", "target_test", "reference_pool",
                                                  "population")}
+    sizes["reference_training"] = len(reference_training_pool(parts))
     if scheme == "partition":
         sizes["members"], sizes["nonmembers"] = sizes["target_train"], sizes["target_test"]
     else:
@@ -367,10 +375,10 @@ def _split_sizes(where: str, study: dict[str, Any], config: dict[str, Any]) -> d
 
 def _check_attack_sizes(at: str, entry: dict[str, Any], spec: Any,
                         sizes: dict[str, int]) -> None:
-    if spec.needs_references and sizes["reference_pool"] < 2:
-        raise _fail(f"{at}.n_reference", f"the split's reference pool has "
-                    f"{sizes['reference_pool']} records; each reference model trains on half "
-                    "of it, so it needs at least 2")
+    if spec.needs_references and sizes["reference_training"] < 2:
+        raise _fail(f"{at}.n_reference", f"the split leaves reference models "
+                    f"{sizes['reference_training']} records; each trains on half of them, so "
+                    "they need at least 2")
     if spec.name == "rmia" and sizes["population"] < 1:
         raise _fail(at, "RMIA compares with population records, but the split has none "
                     "(split.fractions.population or split.population_fraction)")

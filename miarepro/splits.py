@@ -11,7 +11,11 @@ Two schemes cover the five papers:
   ``target_test``, ``reference_pool``, ``population``), QMIA 50/50, Stolen Memories ¼/¼/½,
   Subpop victim/attacker/test. The target trains on ``target_train``; the audit set is
   ``target_train ∪ target_test``; reference models train on halves of ``reference_pool`` and
-  are therefore OUT for every audited sample (offline attacks only). Target ``t`` is
+  are therefore OUT for every audited sample (offline attacks only), or with
+  ``references_train_on`` on halves of the union of the parts it names: QMIA's authors set
+  LiRA up as Carlini et al. do, each shadow model on a random half of the target's training
+  part and the attacker's public part together, the target's size, so that each target member
+  is IN for half of them (offline attacks read the OUT ones). Target ``t`` is
   *repetition* ``t`` (Stolen Memories repeats each experiment over 10 random splits): it has
   its own partition, drawn from ``(seed, t)``, and its own reference models, numbered
   ``t * STRIDE + i``. The file stores repetition 0; :func:`repetition` derives the others.
@@ -72,6 +76,8 @@ def make_split(n_samples: int, spec: dict[str, Any], repetition: int = 0,
         fraction_names=np.array(list(fractions), dtype=str),
         fraction_values=np.array(list(fractions.values()), dtype=np.float64),
     )
+    if "references_train_on" in spec:  # absent by default: other split files stay as they were
+        parts["reference_parts"] = np.array(spec["references_train_on"], dtype=str)
     return parts
 
 
@@ -82,6 +88,8 @@ def repetition(split: dict[str, np.ndarray], target: int) -> dict[str, np.ndarra
     spec = {"scheme": "partition", "seed": int(split["seed"]),
             "fractions": dict(zip(split["fraction_names"].tolist(),
                                   split["fraction_values"].tolist(), strict=True))}
+    if "reference_parts" in split:
+        spec["references_train_on"] = split["reference_parts"].tolist()
     n_samples = int(split["n_samples"])
     ood_start = n_samples - len(split.get("ood", ()))
     return make_split(n_samples, spec, repetition=target, ood_start=ood_start,
@@ -100,9 +108,9 @@ def audit(part: dict[str, np.ndarray], nonmembers: str = "test") -> np.ndarray:
 
 def public(part: dict[str, np.ndarray]) -> np.ndarray:
     """The attacker's own records known not to be the target's members: the population, or
-    where a split has none, the reference pool (QMIA's 50/50 split, whose public half serves
-    the quantile regressor and LiRA's shadow models alike), unless that pool is audited (a
-    balanced split's pool is its audit): public data never holds an audited record."""
+    where a split has none, the reference pool (QMIA's 50/50 split: its public half, on which
+    the quantile regressor trains), unless that pool is audited (a balanced split's pool is
+    its audit): public data never holds an audited record."""
     if len(part["population"]):
         return part["population"]
     pool = part["reference_pool"]
@@ -155,12 +163,20 @@ def training_indices(split: dict[str, np.ndarray], role: str, index: int) -> np.
         return _half(split["reference_pool"], seed, "target", index)
     if role == "reference":
         group = index // STRIDE if scheme == "partition" else 0
-        return _half(repetition(split, group)["reference_pool"], seed, "reference", index)
+        return _half(reference_training_pool(repetition(split, group)), seed, "reference", index)
     if role == "loo":
         base = training_indices(split, "target", 0)
         record = loo_records(split, index % STRIDE + 1)[index % STRIDE]
         return base[base != record]
     raise ValueError(f"unknown model role {role!r}; known: {list(ROLES)}")
+
+
+def reference_training_pool(part: dict[str, np.ndarray]) -> np.ndarray:
+    """The records whose halves a repetition's reference models train on: its reference pool,
+    or the union of the parts its split's ``references_train_on`` names."""
+    if "reference_parts" not in part:
+        return part["reference_pool"]
+    return np.sort(np.concatenate([part[name] for name in part["reference_parts"].tolist()]))
 
 
 def held_out_indices(split: dict[str, np.ndarray], role: str, index: int) -> np.ndarray:

@@ -82,7 +82,7 @@ PROBES = [
     (lambda c: bmia(c)["split"].update(scheme="partion"), ["split.scheme",
                                                            "did you mean 'partition'"]),
     (lambda c: bmia(c)["split"]["fractions"].update(reference_pool=0.0),
-     ["n_reference", "reference pool has 0 records"]),
+     ["n_reference", "leaves reference models 0 records"]),
     (lambda c: bmia(c)["split"]["fractions"].update(population=0.0),
      ["attacks.rmia-n2", "population"]),
     (lambda c: (odd(c)["split"].pop("population_fraction"), odd(c)["attacks"].update(
@@ -241,6 +241,13 @@ PROBES = [
     (lambda c: c["datasets"]["purchase-like-iha"].update(
         ood={"source": "purchase_like", "n_features": 60}),
      ["datasets.purchase-like-iha", "ood: records of shape (60,)", "gives (600,)"]),
+    (lambda c: iha(c)["split"].update(references_train_on=["target_train"]),
+     ["studies.iha-purchase.split.references_train_on", "only for the 'partition' scheme"]),
+    (lambda c: (bmia(c)["split"]["fractions"].pop("population"),
+                bmia(c)["split"].update(references_train_on=["target_train", "population"])),
+     ["studies.bmia-purchase.split.references_train_on", "'population'", "leaves empty"]),
+    (lambda c: bmia(c)["split"].update(references_train_on=["target_test"]),
+     ["studies.bmia-purchase.split.references_train_on.0", "target_test"]),
 ]
 
 

@@ -30,6 +30,32 @@ def test_partition_references_are_halves_of_the_pool_and_never_audited():
     np.testing.assert_array_equal(np.flatnonzero(target), split["target_train"])
 
 
+def test_references_can_train_on_the_targets_part_and_the_pool_together():
+    """LiRA's setup as QMIA's authors run it: each reference on a random half of the target's
+    training part and the public pool, the target's size; every target member and pool record
+    IN for half of an even number of references, the test part for none, in every repetition.
+    Without the key, the split file holds what it held before."""
+    qmia = {"scheme": "partition", "seed": 3,
+            "fractions": {"target_train": 0.4, "target_test": 0.2, "reference_pool": 0.4}}
+    split = splits.make_split(1000, {**qmia, "references_train_on": ["target_train",
+                                                                     "reference_pool"]})
+    for group in (0, 1):
+        part = splits.repetition(split, group)
+        masks = np.stack([splits.training_mask(split, "reference", group * splits.STRIDE + i)
+                          for i in range(4)])
+        assert len(part["target_train"]) == 400
+        assert (masks.sum(axis=1) == 400).all()
+        assert (masks[:, part["target_train"]].sum(axis=0) == 2).all()
+        assert (masks[:, part["reference_pool"]].sum(axis=0) == 2).all()
+        assert not masks[:, part["target_test"]].any()
+        np.testing.assert_array_equal(np.flatnonzero(splits.training_mask(split, "target", group)),
+                                      part["target_train"])
+    plain = splits.make_split(1000, qmia)
+    assert set(split) - set(plain) == {"reference_parts"}
+    assert all(np.array_equal(plain[key], split[key]) for key in plain)
+    assert np.isin(splits.training_indices(plain, "reference", 0), plain["reference_pool"]).all()
+
+
 def test_balanced_masks_put_each_sample_in_half_of_any_even_prefix():
     split = splits.make_split(500, BALANCED)
     masks = np.stack([splits.training_mask(split, "reference", i) for i in range(6)])
