@@ -24,11 +24,11 @@ victim and ``--shadows`` shadow models, the BiGAN fits), then reports:
 
 reads instead the score files of every Subpop study (and replicate) of a finished workflow
 directory ``DIR`` and asks whether the crafted records' loss says anything about membership
-beyond the record's own loss: Ours's AUC within tenths of the audit ranked by the own loss
-(Yeom et al.'s score), beside Yeom's own AUC there. Ours is the crafted records' mean loss
-minus the own loss; within a tenth the own loss still varies a little, and Yeom's AUC there is
-what that rest alone gives. Ours at that AUC: the subpopulation adds nothing to the own loss;
-above it: the crafted records tell more; below it: they blur what the own loss tells.
+beyond the record's own loss. Ours is the crafted records' mean loss ``C`` minus the own loss
+``L``, and Yeom et al.'s score a constant minus ``L``, so Ours minus Yeom's is ``C`` up to that
+constant. The report gives ``C``'s AUC within tenths of the audit ranked by ``L`` (0.5: ``C``
+tells nothing beyond ``L``), with a bootstrap interval over the records, and the rank
+correlation of ``C`` with ``L`` (how closely the crafted records follow the record's own loss).
 """
 
 from __future__ import annotations
@@ -148,7 +148,8 @@ def new_sample_costs(files, shadows: int, records: int, in_shadows: int
 
 def auc_given(scores: pd.DataFrame, given: str, score: str, bins: int = 10) -> float:
     """AUC of ``score`` within ``bins`` equal tenths (by default) of the records ranked by
-    ``given``, pooled as one AUC over the pairs of a member and a non-member of the same bin."""
+    ``given``, pooled as one AUC over the pairs of a member and a non-member of the same bin
+    (NaN where no bin holds both)."""
     from sklearn.metrics import roc_auc_score
 
     strata = pd.qcut(scores[given].rank(method="first"), bins, labels=False)
@@ -159,30 +160,40 @@ def auc_given(scores: pd.DataFrame, given: str, score: str, bins: int = 10) -> f
         if pairs:
             pooled += pairs * roc_auc_score(part["member"], part[score])
             weights += pairs
-    return pooled / weights
+    return pooled / weights if weights else float("nan")
 
 
-def conditional_report(run: Path) -> list[str]:
-    """Per Subpop study of a finished run: Yeom's and Ours's AUC, and both given the record's
-    own loss (:func:`auc_given`), each the mean over the study's targets."""
+def conditional_report(run: Path, draws: int = 200) -> list[str]:
+    """Per Subpop study of a finished run, over its targets' records: Yeom's and Ours's AUC,
+    the crafted loss's AUC given the own loss (:func:`auc_given`) with a 95% bootstrap
+    interval over ``draws`` resamples of the records, and its rank correlation with the own
+    loss."""
+    from scipy.stats import spearmanr
     from sklearn.metrics import roc_auc_score
 
-    lines = ["| study | targets | AUC: Yeom | Ours | within tenths of the own loss: Yeom | Ours |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| study | records | AUC: Yeom | Ours | crafted loss within tenths of the own loss "
+             "| rank correlation of crafted and own loss |", "|---|---|---|---|---|---|"]
+    rng = np.random.default_rng(0)
     for scores in sorted((run / "results" / "studies").glob("*/scores")):
         if not ((scores / "subpop.parquet").exists() and (scores / "yeom.parquet").exists()):
             continue
         merged = pd.read_parquet(scores / "subpop.parquet").merge(
             pd.read_parquet(scores / "yeom.parquet"), on=["target", "sample", "member"],
             suffixes=("_ours", "_yeom"), validate="one_to_one")
-        per_target = np.array([
-            (roc_auc_score(part["member"], part["score_yeom"]),
-             roc_auc_score(part["member"], part["score_ours"]),
-             auc_given(part, "score_yeom", "score_yeom"),
-             auc_given(part, "score_yeom", "score_ours"))
-            for _, part in merged.groupby("target")])
-        lines.append(f"| {scores.parent.name} | {len(per_target)} | "
-                     + " | ".join(f"{auc:.3f}" for auc in per_target.mean(axis=0)) + " |")
+        # per target: the crafted loss up to a constant, and the own loss's order
+        merged = merged.assign(crafted=merged["score_ours"] - merged["score_yeom"],
+                               own=-merged["score_yeom"])
+        per_target = [part for _, part in merged.groupby("target")]
+        point = np.mean([auc_given(part, "own", "crafted") for part in per_target])
+        boot = [np.mean([auc_given(part.iloc[rng.integers(0, len(part), len(part))], "own",
+                                   "crafted") for part in per_target]) for _ in range(draws)]
+        low, high = np.quantile(boot, [0.025, 0.975])
+        rho = np.mean([spearmanr(part["crafted"], part["own"])[0] for part in per_target])
+        yeom, ours = (np.mean([roc_auc_score(part["member"], part[column])
+                               for part in per_target]) for column in ("score_yeom",
+                                                                       "score_ours"))
+        lines.append(f"| {scores.parent.name} | {len(merged)} | {yeom:.3f} | {ours:.3f} | "
+                     f"{point:.3f} [{low:.3f}, {high:.3f}] | {rho:.2f} |")
     return lines
 
 

@@ -213,6 +213,11 @@ def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> N
                         "attacker's public non-members, and this split has none outside the "
                         "audit: give it a population (split.population_fraction, or "
                         "split.fractions.population / reference_pool of a partition)")
+        if spec.name == "bmia" and "target_train" in study["split"].get("references_train_on",
+                                                                         ()):
+            raise _fail(f"{where}.split.references_train_on", f"attack {attack_name!r} (bmia) "
+                        "takes its one reference model as OUT for every audited record, and "
+                        "these references train on the target's members")
         if spec.needs_loo and not {"loo_records", "loo_models"} <= set(entry):
             raise _fail(at, f"attack {spec.name!r} needs loo_records and loo_models")
         if sizes:
@@ -307,7 +312,8 @@ def _check_dp(where: str, study: dict[str, Any], sizes: dict[str, int]) -> None:
 def _check_reference_study(at: str, study: dict[str, Any], entry: dict[str, Any],
                            config: dict[str, Any]) -> None:
     """Reference models of another study (BMIA Figure 4: another architecture) must be trained
-    on the same split, so that they are OUT for every audited sample as the study's own are."""
+    on the same split, so that each is IN or OUT for the audited samples as the study's own
+    are."""
     from miarepro.attacks import get_attack
 
     other = entry["reference_study"]

@@ -246,6 +246,8 @@ PROBES = [
     (lambda c: (bmia(c)["split"]["fractions"].pop("population"),
                 bmia(c)["split"].update(references_train_on=["target_train", "population"])),
      ["studies.bmia-purchase.split.references_train_on", "'population'", "leaves empty"]),
+    (lambda c: bmia(c)["split"].update(references_train_on=["target_train", "reference_pool"]),
+     ["studies.bmia-purchase.split.references_train_on", "(bmia)", "OUT for every audited"]),
     (lambda c: bmia(c)["split"].update(references_train_on=["target_test"]),
      ["studies.bmia-purchase.split.references_train_on.0", "target_test"]),
 ]

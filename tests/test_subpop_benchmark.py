@@ -13,16 +13,22 @@ import subpop  # benchmarks/subpop.py, found through the path above
 
 
 def test_auc_given_pools_pairs_within_strata_by_hand():
-    """Two strata of the given score; in each, one member and one non-member or two of each:
-    the pooled AUC weighs each stratum's AUC by its member / non-member pairs."""
+    """Two strata of the given score with 2 and 4 member / non-member pairs: the pooled AUC
+    weighs each stratum's AUC by its pairs (a plain mean of the strata would read 0.625)."""
     scores = pd.DataFrame({
-        "given":  [1, 2, 3, 4, 5, 6],
-        "member": [1, 0, 0, 1, 0, 1],
-        "score":  [0.9, 0.1, 0.5, 0.2, 0.3, 0.8],
+        "given":  [1, 2, 3, 4, 5, 6, 7, 8],
+        "member": [1, 0, 0, 0, 1, 1, 0, 0],
+        "score":  [0.9, 0.1, 0.5, 0.6, 0.2, 0.8, 0.3, 0.9],
     })
-    # low stratum (given 1-3): member 0.9 against 0.1 and 0.5: AUC 1 over 2 pairs;
-    # high stratum (4-6): members 0.2 and 0.8 against 0.3: AUC 1/2 over 2 pairs
-    assert subpop.auc_given(scores, "given", "score", bins=2) == 0.75
+    # low stratum (given 1-4): member 0.9 against 0.1, 0.5, 0.6: AUC 1 over 3 pairs;
+    # high stratum (5-8): members 0.2, 0.8 against 0.3, 0.9: AUC 1/4 over 4 pairs
+    assert subpop.auc_given(scores, "given", "score", bins=2) == (3 * 1 + 4 * 0.25) / 7
+
+
+def test_auc_given_is_nan_where_no_stratum_holds_both_kinds():
+    scores = pd.DataFrame({"given": [1, 2, 3, 4], "member": [1, 1, 0, 0],
+                           "score": [0.1, 0.2, 0.3, 0.4]})
+    assert np.isnan(subpop.auc_given(scores, "given", "score", bins=2))
 
 
 def test_a_score_that_only_repeats_the_given_one_adds_nothing_and_a_new_signal_shows():
