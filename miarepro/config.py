@@ -213,11 +213,15 @@ def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> N
                         "attacker's public non-members, and this split has none outside the "
                         "audit: give it a population (split.population_fraction, or "
                         "split.fractions.population / reference_pool of a partition)")
-        if spec.name == "bmia" and "target_train" in study["split"].get("references_train_on",
-                                                                         ()):
+        trained_on = study["split"].get("references_train_on", ["reference_pool"])
+        if spec.name == "bmia" and "target_train" in trained_on:
             raise _fail(f"{where}.split.references_train_on", f"attack {attack_name!r} (bmia) "
                         "takes its one reference model as OUT for every audited record, and "
                         "these references train on the target's members")
+        if spec.name == "shadow" and "reference_pool" not in trained_on:
+            raise _fail(f"{where}.split.references_train_on", f"attack {attack_name!r} "
+                        "(shadow) learns IN and OUT from the reference models' outputs on the "
+                        "reference pool, which these references never train on")
         if spec.needs_loo and not {"loo_records", "loo_models"} <= set(entry):
             raise _fail(at, f"attack {spec.name!r} needs loo_records and loo_models")
         if sizes:

@@ -248,6 +248,8 @@ PROBES = [
      ["studies.bmia-purchase.split.references_train_on", "'population'", "leaves empty"]),
     (lambda c: bmia(c)["split"].update(references_train_on=["target_train", "reference_pool"]),
      ["studies.bmia-purchase.split.references_train_on", "(bmia)", "OUT for every audited"]),
+    (lambda c: c["studies"]["sm-bcw"]["split"].update(references_train_on=["target_train"]),
+     ["split.references_train_on", "(shadow)", "never train on"]),
     (lambda c: bmia(c)["split"].update(references_train_on=["target_test"]),
      ["studies.bmia-purchase.split.references_train_on.0", "target_test"]),
 ]
