@@ -150,7 +150,7 @@ def auc_given(scores: pd.DataFrame, given: str, score: str, bins: int = 10) -> f
     """AUC of ``score`` within ``bins`` equal tenths (by default) of the records ranked by
     ``given``, pooled as one AUC over the pairs of a member and a non-member of the same bin
     (NaN where no bin holds both)."""
-    from sklearn.metrics import roc_auc_score
+    from miarepro.metrics import auc
 
     strata = pd.qcut(scores[given].rank(method="first"), bins, labels=False)
     pooled = weights = 0.0
@@ -158,7 +158,7 @@ def auc_given(scores: pd.DataFrame, given: str, score: str, bins: int = 10) -> f
         members = int(part["member"].sum())
         pairs = members * (len(part) - members)
         if pairs:
-            pooled += pairs * roc_auc_score(part["member"], part[score])
+            pooled += pairs * auc(part["member"], part[score])
             weights += pairs
     return pooled / weights if weights else float("nan")
 
@@ -169,7 +169,8 @@ def conditional_report(run: Path, draws: int = 200) -> list[str]:
     interval over ``draws`` resamples of the records, and its rank correlation with the own
     loss."""
     from scipy.stats import spearmanr
-    from sklearn.metrics import roc_auc_score
+
+    from miarepro.metrics import auc
 
     lines = ["| study | records | AUC: Yeom | Ours | crafted loss within tenths of the own loss "
              "| rank correlation of crafted and own loss |", "|---|---|---|---|---|---|"]
@@ -189,7 +190,7 @@ def conditional_report(run: Path, draws: int = 200) -> list[str]:
                                    "crafted") for part in per_target]) for _ in range(draws)]
         low, high = np.quantile(boot, [0.025, 0.975])
         rho = np.mean([spearmanr(part["crafted"], part["own"])[0] for part in per_target])
-        yeom, ours = (np.mean([roc_auc_score(part["member"], part[column])
+        yeom, ours = (np.mean([auc(part["member"], part[column])
                                for part in per_target]) for column in ("score_yeom",
                                                                        "score_ours"))
         lines.append(f"| {scores.parent.name} | {len(merged)} | {yeom:.3f} | {ours:.3f} | "
@@ -206,8 +207,9 @@ def main() -> None:
                         help="records to train Sablayrolles's 15 new IN shadow models for")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--ablation", action="store_true")
-    parser.add_argument("--run", type=Path, help="a finished workflow directory: report Ours's "
-                        "AUC given the own loss from its score files, and nothing else")
+    parser.add_argument("--run", type=Path, help="a finished workflow directory: report what "
+                        "the crafted records' loss tells beyond the own loss, from its score "
+                        "files, and nothing else")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.run:
