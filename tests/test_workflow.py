@@ -439,18 +439,22 @@ def test_slurm_jobs_get_the_configured_resources(workflow, tmp_path):
                "results/studies/sm/scores/bayes-wb.parquet"]
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
            "FAKE_SLURM": str(tmp_path)}
-    subprocess.run([*SNAKEMAKE, "--directory", str(work), "--configfile",
-                    str(work / "cluster.yaml"), "--profile", str(ROOT / "slurm"),
-                    "--sdm", "env-modules", "--retries", "0", "--latency-wait", "1",
-                    "--keep-going",  # every job submitted even once the fake sacct fails one
-                    "--slurm-init-seconds-before-status-checks", "1",
-                    "--forcerun", *targets, "--until", *targets],
-                   capture_output=True, text=True, env=env, timeout=300, check=False)
+    done = subprocess.run([*SNAKEMAKE, "--directory", str(work), "--configfile",
+                           str(work / "cluster.yaml"), "--profile", str(ROOT / "slurm"),
+                           "--sdm", "env-modules", "--retries", "0", "--latency-wait", "1",
+                           # every job submitted even once the fake sacct fails one
+                           "--keep-going", "--slurm-init-seconds-before-status-checks", "1",
+                           "--forcerun", *targets, "--until", *targets],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
     lines = (tmp_path / "sbatch.log").read_text().splitlines()
-    train = next(line for line in lines if "--comment rule_train_" in line)
-    fit = next(line for line in lines if "--comment rule_fit_" in line)
-    score = next(line for line in lines if "--comment rule_score_wildcards_" in line)
-    on_models = next(line for line in lines if "--comment rule_score_models_" in line)
+
+    def submitted(rule: str) -> str:
+        found = [line for line in lines if f"--comment rule_{rule}" in line]
+        assert found, f"no {rule} job submitted; Snakemake said:\n{done.stderr[-4000:]}"
+        return found[0]
+
+    train, fit = submitted("train_"), submitted("fit_")
+    score, on_models = submitted("score_wildcards_"), submitted("score_models_")
     for flag in ("-p gpu-a100", "--cpus-per-task=8", "--gpus=1"):
         assert flag in train and flag in fit, (flag, train, fit)
     for flag in ("-t 1440", "--mem 64000"):
