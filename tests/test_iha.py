@@ -230,6 +230,71 @@ def test_conjugate_gradients_that_stop_short_say_so(tiny, caplog):
     assert [r.levelname for r in caplog.records] == ["INFO"]
 
 
+def _spd_with_outliers(size, outliers, seed):
+    """A network Hessian's shape: ``outliers`` eigenvalues in [50, 100] above a bulk in [0, 1]."""
+    rng = np.random.default_rng(seed)
+    basis, _ = np.linalg.qr(rng.normal(size=(size, size)))
+    values = np.concatenate([rng.uniform(50, 100, outliers), rng.uniform(0, 1, size - outliers)])
+    return torch.as_tensor(basis @ np.diag(values) @ basis.T)
+
+
+@pytest.mark.parametrize("rows", [1, 12, 80])  # plain CG; a block; wider than the system
+def test_block_conjugate_gradients_solve_every_row_to_the_tolerance(rows):
+    """Against a direct solve, with a zero, a repeated and a dependent right-hand side among
+    the rows: the block's directions are completed rather than left singular."""
+    H, eps = _spd_with_outliers(60, 10, 0), 0.2
+    rhs = torch.as_tensor(np.random.default_rng(1).normal(size=(rows, 60)))
+    if rows > 6:
+        rhs[1] = 0.0
+        rhs[2] = rhs[3]
+        rhs[4] = 2 * rhs[5] - rhs[6]
+    x, report = hessian.conjugate_gradient(lambda v: v @ H, rhs, eps, 500, 1e-10)
+    direct = torch.linalg.solve(H + eps * torch.eye(60, dtype=H.dtype), rhs.T).T
+    assert report.max_relative_residual <= 1e-10
+    torch.testing.assert_close(x, direct, rtol=1e-6, atol=1e-9)
+    if rows >= 60:  # its first directions span the whole space: one step is the solve
+        assert report.iterations == 1
+
+
+def test_a_block_needs_fewer_products_than_its_rows_one_by_one():
+    """The reason for the block: its rows share the outlying eigenvalues' directions, where
+    each row alone spends iterations on them. Both reach the tolerance, with equal solutions."""
+    H = _spd_with_outliers(300, 20, 2)
+    rhs = torch.as_tensor(np.random.default_rng(3).normal(size=(30, 300)))
+    block, block_report = hessian.conjugate_gradient(lambda v: v @ H, rhs, 0.2, 500, 1e-8)
+    rows, rows_report = hessian._rowwise_cg(lambda v: v @ H, rhs, 0.2, 500, 1e-8)
+    assert max(block_report.max_relative_residual, rows_report.max_relative_residual) <= 1e-8
+    assert block_report.iterations < rows_report.iterations / 2, (block_report, rows_report)
+    # each within its residual tolerance times the condition number (100.2 / 0.2) of the truth
+    assert float(((block - rows).norm(dim=1) / rows.norm(dim=1)).max()) < 1e-5
+
+
+def test_an_indefinite_system_is_solved_row_by_row():
+    """Where the damped Hessian has negative curvature on the block's directions, the rows are
+    solved as before the block existed: one by one, each stopping at its negative curvature."""
+    H = torch.diag(torch.tensor([-3.0, 0.5, 1.0, 2.0, 4.0, 8.0], dtype=torch.float64))
+    rhs = torch.eye(6, dtype=torch.float64)[:3] + 0.1
+    x, report = hessian.conjugate_gradient(lambda v: v @ H, rhs, 0.2, 50, 1e-8)
+    expected, expected_report = hessian._rowwise_cg(lambda v: v @ H, rhs, 0.2, 50, 1e-8)
+    assert torch.equal(x, expected) and report == expected_report
+
+
+def test_block_and_row_by_row_solves_agree_on_a_networks_hessian():
+    """On the closed-form products of an MLP (what IHA's CG scoring runs): both solvers give
+    the same solutions to their tolerance, in float32 products as IHA runs them."""
+    case = _case(200, 150, [8], epochs=30, seed=4)
+    flat = hessian.FlatLoss(case.study.load_model("target", 0))
+    products = hessian.hvp_function(flat, case.study.X[:150], case.study.y[:150],
+                                    precision=torch.float32)
+    gradients, _ = hessian.per_sample_gradients(flat, case.study.X[150:], case.study.y[150:])
+    block, block_report = hessian.conjugate_gradient(products, gradients, 0.2, 200, 1e-4)
+    rows, rows_report = hessian._rowwise_cg(products, gradients, 0.2, 200, 1e-4)
+    assert max(block_report.max_relative_residual, rows_report.max_relative_residual) <= 1e-4
+    assert block_report.iterations < rows_report.iterations
+    error = (block - rows).norm(dim=1) / rows.norm(dim=1)
+    assert float(error.max()) < 1e-3  # each within 1e-4 of the solution in the residual
+
+
 def test_chunked_hessian_equals_torch_func_hessian():
     torch.manual_seed(0)
     model = build_model({"arch": "mlp", "widths": [5]}, (4,), 3)
