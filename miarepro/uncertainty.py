@@ -272,8 +272,8 @@ class _SortedScores:
             tpr, realised = true_pos / total_in, false_pos / total_out
             result[metric_name("tpr", fpr)] = tpr
             with np.errstate(invalid="ignore"):
-                result[metric_name("precision", fpr)] = np.where(tpr + realised > 0,
-                                                        tpr / (tpr + realised), 0.5)
+                precision = np.where(tpr + realised > 0, tpr / (tpr + realised), 0.5)
+            result[metric_name("precision", fpr)] = precision
         return result
 
 

@@ -404,9 +404,10 @@ def test_same_config_gives_identical_scores(workflow, tmp_path):
 
 
 FAKE_SLURM = {  # just enough SLURM for the executor plugin: record submissions, report failure
+    # the executor submits from two threads: an ID counted from the log could repeat, so
+    # each submission's ID is its own process's
     "sbatch": 'echo "$*" >> "$FAKE_SLURM/sbatch.log"\ncat > /dev/null\n'
-              'id=$(( $(wc -l < "$FAKE_SLURM/sbatch.log") + 1000 ))\n'
-              'echo "$id" >> "$FAKE_SLURM/ids"\necho "$id"\n',
+              'echo "$$" >> "$FAKE_SLURM/ids"\necho "$$"\n',
     "sacct": '[ -f "$FAKE_SLURM/ids" ] && while read id; do echo "$id|FAILED"; done '
              '< "$FAKE_SLURM/ids"\nexit 0\n',
     "squeue": "exit 0\n",

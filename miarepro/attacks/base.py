@@ -102,7 +102,10 @@ class AttackContext:
     - ``target_logits``: ``(A, M, C)``, ``A`` = queries per sample (1, or augmentations).
     - ``reference_logits``: ``(K, A, M, C)`` for the ``K`` reference models this attack asked for.
     - ``reference_masks``: ``(K, M)`` True where reference model ``k`` trained on the sample.
-    - ``reference_pool``: the samples reference models are drawn from (halves of it each).
+    - ``reference_pool``: the attacker's own records (the split's reference pool). Reference
+      models train on halves of it, or of the union of the parts the split's
+      ``references_train_on`` names (QMIA's studies: the target's training set and this
+      pool; :func:`miarepro.splits.reference_training_pool`).
     - ``loo_logits``: ``(N, J, A, C)`` for attacks registered with ``needs_loo``: the logits of
       ``J`` leave-one-out models on each audited sample ``audit[i]``, each trained on the target's
       training set without that sample. The workflow then restricts ``audit`` to those records.

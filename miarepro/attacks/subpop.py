@@ -235,8 +235,9 @@ def subpop_inverse(ctx: AttackContext, samples: Count = 30, beta: Positive = 0.0
 
     This is the limit a generator approaches as ``h(G(z~))`` tends to ``z~``. It isolates the
     attack's mechanism from the generator's quality: if Eq. 3 is at chance here at every
-    ``beta``, a better BiGAN cannot lift it, as the crafted records' loss then follows the
-    target's own (both are the same function of ``z``)."""
+    ``beta``, a generator that approaches the inverse approaches chance too, as the crafted
+    records' loss then follows the target's own (both are the same function of ``z``). It
+    says nothing of a generator that departs from the inverse in a way that helps."""
     study = _require_study(ctx, "Subpop (perfect inverse)")
     model = study.load_model("target", ctx.target_index)  # first: it imports torch
     from torch import nn
