@@ -341,9 +341,11 @@ def conjugate_gradient(products: Callable[[torch.Tensor], torch.Tensor], rhs: to
     each row alone spends iterations on them. Measured on IHA's Purchase MLP-4 (24,644
     parameters, 100 records, damping 0.2): 6 iterations to 1e-4 against 20 row by row, a third
     of the time, the solutions equal to that tolerance. Directions are re-orthonormalised
-    (QR) every iteration, which keeps the small ``k x k`` systems well-posed when residuals
-    become dependent or vanish (Ji and Li's breakdown-free variant, 2017). Iterations stop when
-    every row is within ``tolerance * |b|`` or after ``iterations``.
+    (QR) every iteration, as in Ji and Li's breakdown-free block CG (2017); where residuals
+    become dependent or vanish, Householder QR completes the basis instead of dropping
+    directions, so the small ``k x k`` systems stay well-posed and each step still minimises
+    the error over the space its directions span. Iterations stop when every row is within
+    ``tolerance * |b|`` or after ``iterations``.
 
     CG needs a positive-definite system. Where the damped Hessian is not positive definite on
     the block's directions, the rows are solved one by one instead (:func:`_rowwise_cg`),
