@@ -29,6 +29,13 @@ for the config with only the first ``K`` replicates of each named study (a parti
 first ``K`` repetitions, a balanced study's first ``K`` generated copies), read from the runs
 as they are (:func:`results_view`), since a replicate's draws depend on its index alone. The
 report gives their agreement and resolved share, and the in-job minutes the cut saves.
+
+    .venv/bin/python benchmarks/stability.py --first RUN --second RUN2 --allocate
+
+asks how the same in-job minutes could be spread otherwise (:func:`allocate`): the rows are
+drawn anew at every replicate count from 2 to 40, and replicates go, one at a time from 3 of
+each study, to the study whose rows gain the most chance of being resolved alike by two runs
+per minute, at the configured cost and at twice it.
 """
 
 from __future__ import annotations
@@ -36,9 +43,11 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -160,10 +169,13 @@ def agreement(first: pd.DataFrame, second: pd.DataFrame) -> tuple[pd.DataFrame, 
 
 
 def predicted(first: pd.DataFrame, second: pd.DataFrame, draws: int = 1000,
-              seed: int = 0) -> pd.DataFrame:
+              seed: int = 0, counts: Sequence[int] | None = None) -> pd.DataFrame:
     """Per row testable in both runs: its replicate count, and at that count and at each of
     :data:`COUNTS` (or its own where higher) the chance that two runs agree (the sum of each
-    verdict's squared probability) and the chance of a verdict (holds or fails).
+    verdict's squared probability), the chance of a verdict (holds or fails) and the chance
+    that both runs give the same one of those two. With
+    ``counts``, those chances at each of ``counts`` instead (``agree_<c>``, ``resolved_<c>``),
+    fewer than the row's own included.
 
     The replicate-level quantity is modelled as normal, with the two runs' mean and their
     pooled replicate spread (read back from each Student-t interval); a trend's interval is
@@ -189,19 +201,102 @@ def predicted(first: pd.DataFrame, second: pd.DataFrame, draws: int = 1000,
             np.square(spreads)))
         out = {"claim": row.claim, "study": row.study, "replicates": now,
                "agree_observed": row.verdict_1 == row.verdict_2}
+        labels = ([(str(c), c) for c in counts] if counts is not None else
+                  [("now", now), *((str(c), max(now, c)) for c in COUNTS)])
         shares = {}
-        for count in sorted({now, *(max(now, c) for c in COUNTS)}):
+        for count in sorted({count for _, count in labels}):
             values = rng.normal(centre, spread, (draws, count))  # each row a rerun's replicates
             means, half = values.mean(axis=1), student_half_width(
                 values.std(axis=1, ddof=1), count - 1) / np.sqrt(count)  # as Estimate's
             shares[count] = pd.Series(claims_module.decide_bounds(
                 claims[row.claim], means - half, means + half)).value_counts(normalize=True)
-        for label, count in [("now", now), *((str(c), max(now, c)) for c in COUNTS)]:
+        for label, count in labels:
+            resolved = shares[count].drop("inconclusive", errors="ignore")
             out[f"agree_{label}"] = float((shares[count]**2).sum())
-            out[f"resolved_{label}"] = float(shares[count].drop("inconclusive",
-                                                                errors="ignore").sum())
+            out[f"resolved_{label}"] = float(resolved.sum())
+            out[f"decided_{label}"] = float((resolved**2).sum())  # both runs, the same word
         rows.append(out)
     return pd.DataFrame(rows)
+
+
+def allocate(curves: pd.DataFrame, minutes: dict[str, float], budget: float,
+             fixed: dict[str, int], minimum: int = 3) -> dict[str, int]:
+    """Replicates per study that spend ``budget`` in-job minutes for the most rows expected to
+    be resolved alike by two runs (``decided``: holds twice or fails twice; agreement alone
+    would reward being undecided, as an inconclusive row that stays so agrees). Studies of
+    ``fixed`` keep their counts; every other study of ``minutes`` (the price of one
+    replicate) starts at ``minimum``, then one more replicate at a time goes to the study whose
+    rows (``curves``: :func:`predicted` at every count from ``minimum``) gain the most per
+    minute, while one fits. Greedy on the next replicate's gain: the curves rise with the
+    count, by less and less."""
+    per_study = curves.groupby("study").sum(numeric_only=True)
+    top = max(int(c.removeprefix("decided_")) for c in curves if c.startswith("decided_")
+              and c.removeprefix("decided_").isdigit())
+    counts = {study: fixed.get(study, minimum) for study in minutes}
+    spent = sum(count * minutes[study] for study, count in counts.items())
+    while True:
+        gains = {study: (per_study.at[study, f"decided_{counts[study] + 1}"]
+                         - per_study.at[study, f"decided_{counts[study]}"]) / minutes[study]
+                 for study in per_study.index
+                 if study in counts and study not in fixed and counts[study] < top
+                 and spent + minutes[study] <= budget and minutes[study] > 0}
+        if not gains or max(gains.values()) <= 0:
+            return counts
+        best = max(gains, key=gains.get)
+        counts[best] += 1
+        spent += minutes[best]
+
+
+def allocation_lines(both: pd.DataFrame, curves: pd.DataFrame, minutes: dict[str, float],
+                     current: dict[str, int], minimum: int = 3) -> list[str]:
+    """The report's section on spending in-job minutes otherwise (:func:`allocate`): expected
+    agreement, resolved share and rows resolved alike, for the replicates as configured, for
+    ``minimum`` of each study the allocation may move, and reallocated at the configured cost
+    and at twice it; then the studies that move at the configured cost. A study moves if it
+    has rows drawn (``curves``) and no trend or pooled row reads it with another study: such
+    rows, like every study without drawn rows, keep their configured counts."""
+    shared = {name for label in curves["study"] if " vs " in label or ", " in label
+              for name in re.split(r" vs |, ", label)}
+    fixed = {study: count for study, count in current.items()
+             if study in shared or study not in set(curves["study"])}
+
+    def expected(counts: dict[str, int]) -> tuple[float, float, float]:
+        own = [counts.get(study, int(now)) for study, now in
+               zip(curves["study"], curves["replicates"], strict=True)]
+        chance = {kind: sum(curves.at[i, f"{kind}_{c}"] for i, c in zip(curves.index, own,
+                                                                         strict=True))
+                  for kind in ("agree", "resolved", "decided")}
+        return ((agreeing_fixed + chance["agree"]) / len(both), chance["resolved"] / len(curves),
+                chance["decided"] / len(curves))
+
+    agreeing_fixed = int((both["verdict_first"] == both["verdict_second"]).sum()
+                         - curves["agree_observed"].sum())
+    least = {study: fixed.get(study, minimum) for study in minutes}
+    configured = sum(count * minutes[study] for study, count in current.items())
+    plans = [("as configured", current),
+             (f"{minimum} of each study that may move", least),
+             ("reallocated at the configured cost",
+              allocate(curves, minutes, configured, fixed, minimum)),
+             ("reallocated at twice it", allocate(curves, minutes, 2 * configured, fixed,
+                                                  minimum))]
+    lines = ["", "The same rows at other replicate counts (rows testable in both runs drawn "
+             f"anew at their study's count, {len(both) - len(curves)} others as they are; "
+             f"in-job minutes at the first run's price of a replicate; {len(fixed)} studies "
+             "keep their counts: those without drawn rows, and those a trend or pooled row "
+             "reads with another):", "",
+             "| replicates | in-job minutes | verdicts that agree | resolved, of rows testable "
+             "in both | resolved alike by both runs |", "|---|---|---|---|---|"]
+    for label, counts in plans:
+        agree, resolved, decided = expected(counts)
+        spent = sum(count * minutes[study] for study, count in counts.items())
+        lines.append(f"| {label} | {spent:.0f} | {agree:.0%} | {resolved:.0%} | "
+                     f"{decided:.0%} |")
+    same_cost = plans[2][1]
+    lines += ["", "Studies that move when reallocated at the configured cost:", "",
+              "| study | configured | reallocated | minutes per replicate |", "|---|---|---|---|",
+              *(f"| {study} | {current[study]} | {same_cost[study]} | {minutes[study]:.2f} |"
+                for study in sorted(minutes) if current[study] != same_cost[study])]
+    return lines
 
 
 def replication_lines(first: pd.DataFrame, second: pd.DataFrame) -> list[str]:
@@ -319,6 +414,8 @@ def main() -> None:
     parser.add_argument("--fewer", nargs="+", metavar="STUDY=K", default=[],
                         help="with --first and --second: also the claims with only the first K "
                         "replicates of each STUDY, read from the same runs")
+    parser.add_argument("--allocate", action="store_true", help="also: the agreement the "
+                        "same in-job minutes would buy spread otherwise over the studies")
     parser.add_argument("--out", type=Path, help="write the report here too")
     args = parser.parse_args()
     if args.keep is None and (args.first is None or args.second is None):
@@ -376,6 +473,10 @@ def main() -> None:
              *replication_lines(first_claims, second_claims),
              *prediction_lines(both, predicted(first_claims, second_claims), minutes),
              *cut_lines]
+    if args.allocate:
+        current = {name: independent_runs(name, validated) for name in minutes}
+        curves = predicted(first_claims, second_claims, counts=range(2, COUNTS[-1] + 1))
+        lines += allocation_lines(both, curves, minutes, current)
     emit(lines, args.out)
 
 

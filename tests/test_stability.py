@@ -167,3 +167,56 @@ def test_fewer_replicates_are_read_from_the_runs_as_a_run_of_the_cut_config_hold
 def test_the_resolved_share_counts_holds_and_fails_among_testable_rows():
     verdicts = ["holds", "fails", "inconclusive", "inconclusive", "not run", "no signal"]
     assert stability.resolved_share(pd.DataFrame({"verdict": verdicts})) == 0.5
+
+
+def _curves(rows: dict[str, list[float]], replicates: int = 3) -> pd.DataFrame:
+    """Rows of :func:`stability.predicted` at counts 2 to 6: per study, each row's chance of
+    being resolved alike by two runs at each count (agreement and resolution alike)."""
+    records = []
+    for study, decided in rows.items():
+        chance = {f"{kind}_{count}": value for count, value in zip(range(2, 7), decided,
+                                                                  strict=True)
+                  for kind in ("agree", "resolved", "decided")}
+        records.append({"claim": "C", "study": study, "replicates": replicates,
+                        "agree_observed": True, **chance})
+    return pd.DataFrame(records)
+
+
+def test_replicates_go_where_they_resolve_the_most_rows_per_minute():
+    """Greedy on the gain of the next replicate per minute: the cheap study whose rows still
+    resolve with more replicates gets them, a study whose rows are settled stays at the
+    minimum, the budget is never exceeded, and a study read with another keeps its count."""
+    curves = _curves({"steep": [0.1, 0.3, 0.5, 0.7, 0.8], "flat": [0.9, 0.9, 0.9, 0.9, 0.9],
+                      "dear": [0.1, 0.3, 0.5, 0.7, 0.8]})
+    minutes = {"steep": 1.0, "flat": 1.0, "dear": 4.0, "kept": 2.0}
+    counts = stability.allocate(curves, minutes, budget=15.0, fixed={"kept": 5}, minimum=3)
+    # least: 3 + 3 + 12 + 10 = 28 > 15: nothing fits beyond the minimum and the fixed count
+    assert counts == {"steep": 3, "flat": 3, "dear": 3, "kept": 5}
+    counts = stability.allocate(curves, minutes, budget=33.0, fixed={"kept": 5}, minimum=3)
+    # 28 + steep to 6 (3 minutes: +0.2, +0.2, +0.1 per minute) + nothing else that fits in 2
+    assert counts == {"steep": 6, "flat": 3, "dear": 3, "kept": 5}
+    counts = stability.allocate(curves, minutes, budget=45.0, fixed={"kept": 5}, minimum=3)
+    assert counts == {"steep": 6, "flat": 3, "dear": 6, "kept": 5}  # flat gains nothing
+
+
+def test_the_allocation_report_keeps_shared_and_undrawn_studies_at_their_counts():
+    curves = pd.concat([_curves({"a": [0.1, 0.3, 0.5, 0.7, 0.8]}),
+                        _curves({"b vs c": [0.5] * 5})], ignore_index=True)
+    both = pd.DataFrame({"claim": ["C"] * 3, "study": ["a", "b vs c", "d"],
+                         "verdict_first": ["holds"] * 3, "verdict_second": ["holds"] * 3})
+    minutes = {"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0}
+    current = {"a": 3, "b": 4, "c": 4, "d": 2}
+    lines = "\n".join(stability.allocation_lines(both, curves, minutes, current))
+    assert "3 studies keep their counts" in lines
+    # as configured: a at 3 (0.3), "b vs c" at 3 (0.5), d not drawn and agreeing: 1.8 of 3
+    assert "| as configured | 13 | 60% | 40% | 40% |" in lines
+    # twice the configured 13 minutes: a rises to 6 (0.8), the others as they are
+    assert "| reallocated at twice it | 16 | 77% | 65% | 65% |" in lines
+    assert "| a | 3 |" not in lines  # at the configured cost there is no room to move
+    # a settled study configured at 5 gives its replicates to a's rows at the same cost
+    curves = pd.concat([curves, _curves({"e": [0.9] * 5})], ignore_index=True)
+    both = pd.concat([both, both.iloc[:1].assign(study="e")], ignore_index=True)
+    lines = "\n".join(stability.allocation_lines(both, curves, {**minutes, "e": 1.0},
+                                                  {**current, "e": 5}))
+    assert "| a | 3 | 5 | 1.00 |" in lines and "| e | 5 | 3 | 1.00 |" in lines
+    assert "| b |" not in lines and "| d |" not in lines
