@@ -174,8 +174,8 @@ def predicted(first: pd.DataFrame, second: pd.DataFrame, draws: int = 1000,
     :data:`COUNTS` (or its own where higher) the chance that two runs agree (the sum of each
     verdict's squared probability), the chance of a verdict (holds or fails) and the chance
     that both runs give the same one of those two. With
-    ``counts``, those chances at each of ``counts`` instead (``agree_<c>``, ``resolved_<c>``),
-    fewer than the row's own included.
+    ``counts``, those chances at each of ``counts`` instead (``agree_<c>``, ``resolved_<c>``,
+    ``decided_<c>``), fewer than the row's own included.
 
     The replicate-level quantity is modelled as normal, with the two runs' mean and their
     pooled replicate spread (read back from each Student-t interval); a trend's interval is
@@ -204,8 +204,11 @@ def predicted(first: pd.DataFrame, second: pd.DataFrame, draws: int = 1000,
         labels = ([(str(c), c) for c in counts] if counts is not None else
                   [("now", now), *((str(c), max(now, c)) for c in COUNTS)])
         shares = {}
+        # each row of draws a rerun's replicates, its first ``count`` read at each count: one
+        # draw for all counts, so that a curve over the counts moves by the count alone
+        reruns = rng.normal(centre, spread, (draws, max(count for _, count in labels)))
         for count in sorted({count for _, count in labels}):
-            values = rng.normal(centre, spread, (draws, count))  # each row a rerun's replicates
+            values = reruns[:, :count]
             means, half = values.mean(axis=1), student_half_width(
                 values.std(axis=1, ddof=1), count - 1) / np.sqrt(count)  # as Estimate's
             shares[count] = pd.Series(claims_module.decide_bounds(
@@ -225,15 +228,14 @@ def allocate(curves: pd.DataFrame, minutes: dict[str, float], budget: float,
     be resolved alike by two runs (``decided``: holds twice or fails twice; agreement alone
     would reward being undecided, as an inconclusive row that stays so agrees). Studies of
     ``fixed`` keep their counts; every other study of ``minutes`` (the price of one
-    replicate) starts at ``minimum``, then one more replicate at a time goes to the study whose
-    rows (``curves``: :func:`predicted` at every count from ``minimum``) gain the most per
-    minute, while one fits. Greedy on the next replicate's gain: the curves rise with the
-    count, by less and less."""
+    replicate) starts at ``minimum``, and one more replicate at a time goes to the study whose
+    rows (``curves``: :func:`predicted` at consecutive counts from ``minimum``) gain the most
+    per minute, while one fits in the budget; where the start alone is over it, that is all.
+    A study without a price keeps ``minimum``."""
     per_study = curves.groupby("study").sum(numeric_only=True)
-    top = max(int(c.removeprefix("decided_")) for c in curves if c.startswith("decided_")
-              and c.removeprefix("decided_").isdigit())
+    top = max(int(c.removeprefix("decided_")) for c in curves if c.startswith("decided_"))
     counts = {study: fixed.get(study, minimum) for study in minutes}
-    spent = sum(count * minutes[study] for study, count in counts.items())
+    spent = _spent(counts, minutes)
     while True:
         gains = {study: (per_study.at[study, f"decided_{counts[study] + 1}"]
                          - per_study.at[study, f"decided_{counts[study]}"]) / minutes[study]
@@ -247,21 +249,60 @@ def allocate(curves: pd.DataFrame, minutes: dict[str, float], budget: float,
         spent += minutes[best]
 
 
+def _spent(counts: dict[str, int], minutes: dict[str, float]) -> float:
+    return sum(count * minutes[study] for study, count in counts.items())
+
+
+def sources(config: dict) -> dict[str, str]:
+    """Each study of ``config`` (validated) that uses another's models, mapped to the study
+    whose replicates its own must follow (transitively), as the config's validation ties
+    them: ``models_from`` sets a study's repetitions, and a balanced study's
+    ``reference_study`` bounds its replicates (a partition study's repetitions train the
+    reference models they take from another study themselves)."""
+    studies = {name: study for name, study in config["studies"].items()
+               if "replicate_of" not in study}
+    direct = {}
+    for name, study in studies.items():
+        used = [study["models_from"]] if "models_from" in study else [
+            entry["reference_study"] for entry in study["attacks"].values()
+            if "reference_study" in entry and not partitioned(study)]
+        if used:
+            direct[name] = used[0]
+
+    def root(name: str) -> str:
+        return root(direct[name]) if name in direct else name
+
+    return {name: root(name) for name in direct}
+
+
 def allocation_lines(both: pd.DataFrame, curves: pd.DataFrame, minutes: dict[str, float],
-                     current: dict[str, int], minimum: int = 3) -> list[str]:
+                     current: dict[str, int], source: dict[str, str],
+                     minimum: int = 3) -> list[str]:
     """The report's section on spending in-job minutes otherwise (:func:`allocate`): expected
     agreement, resolved share and rows resolved alike, for the replicates as configured, for
-    ``minimum`` of each study the allocation may move, and reallocated at the configured cost
-    and at twice it; then the studies that move at the configured cost. A study moves if it
-    has rows drawn (``curves``) and no trend or pooled row reads it with another study: such
-    rows, like every study without drawn rows, keep their configured counts."""
-    shared = {name for label in curves["study"] if " vs " in label or ", " in label
+    ``minimum`` of each study that may move, and reallocated at the configured cost and at
+    twice it; then the studies that move at the configured cost.
+
+    A study that uses another's models (``source``, :func:`sources`) moves with it, as one
+    unit: their rows and prices summed. A unit moves if it has rows drawn (``curves``) and no
+    trend or pooled row reads any of its studies with another study: such rows, like every
+    unit without drawn rows, keep their configured counts."""
+    unit_of = {study: source.get(study, study) for study in minutes}
+    single = curves["study"].isin(unit_of)
+    units = curves.assign(study=curves["study"].map(lambda s: unit_of.get(s, s)))
+    shared = {unit_of[name] for label in curves.loc[~single, "study"]
               for name in re.split(r" vs |, ", label)}
-    fixed = {study: count for study, count in current.items()
-             if study in shared or study not in set(curves["study"])}
+    price = {unit: sum(m for study, m in minutes.items() if unit_of[study] == unit)
+             for unit in set(unit_of.values())}
+    fixed = {unit: current[unit] for unit in price
+             if unit in shared or unit not in set(units.loc[single, "study"])}
+
+    def per_study(unit_counts: dict[str, int]) -> dict[str, int]:
+        return {study: current[study] if unit in fixed else unit_counts[unit]
+                for study, unit in unit_of.items()}
 
     def expected(counts: dict[str, int]) -> tuple[float, float, float]:
-        own = [counts.get(study, int(now)) for study, now in
+        own = [counts[study] if study in counts else int(now) for study, now in
                zip(curves["study"], curves["replicates"], strict=True)]
         chance = {kind: sum(curves.at[i, f"{kind}_{c}"] for i, c in zip(curves.index, own,
                                                                          strict=True))
@@ -271,26 +312,25 @@ def allocation_lines(both: pd.DataFrame, curves: pd.DataFrame, minutes: dict[str
 
     agreeing_fixed = int((both["verdict_first"] == both["verdict_second"]).sum()
                          - curves["agree_observed"].sum())
-    least = {study: fixed.get(study, minimum) for study in minutes}
-    configured = sum(count * minutes[study] for study, count in current.items())
+    configured = _spent(current, minutes)
     plans = [("as configured", current),
-             (f"{minimum} of each study that may move", least),
-             ("reallocated at the configured cost",
-              allocate(curves, minutes, configured, fixed, minimum)),
-             ("reallocated at twice it", allocate(curves, minutes, 2 * configured, fixed,
-                                                  minimum))]
+             (f"{minimum} of each study that may move",
+              per_study({unit: fixed.get(unit, minimum) for unit in price})),
+             *((label, per_study(allocate(units[single], price, budget, fixed, minimum)))
+               for label, budget in (("reallocated at the configured cost", configured),
+                                     ("reallocated at twice it", 2 * configured)))]
     lines = ["", "The same rows at other replicate counts (rows testable in both runs drawn "
              f"anew at their study's count, {len(both) - len(curves)} others as they are; "
-             f"in-job minutes at the first run's price of a replicate; {len(fixed)} studies "
-             "keep their counts: those without drawn rows, and those a trend or pooled row "
-             "reads with another):", "",
+             "in-job minutes at the first run's price of a replicate; a study that uses "
+             "another's models moves with it; "
+             f"{sum(unit_of[s] in fixed for s in unit_of)} studies keep their counts: those "
+             "without drawn rows, and those a trend or pooled row reads with another):", "",
              "| replicates | in-job minutes | verdicts that agree | resolved, of rows testable "
              "in both | resolved alike by both runs |", "|---|---|---|---|---|"]
     for label, counts in plans:
         agree, resolved, decided = expected(counts)
-        spent = sum(count * minutes[study] for study, count in counts.items())
-        lines.append(f"| {label} | {spent:.0f} | {agree:.0%} | {resolved:.0%} | "
-                     f"{decided:.0%} |")
+        lines.append(f"| {label} | {_spent(counts, minutes):.0f} | {agree:.0%} | "
+                     f"{resolved:.0%} | {decided:.0%} |")
     same_cost = plans[2][1]
     lines += ["", "Studies that move when reallocated at the configured cost:", "",
               "| study | configured | reallocated | minutes per replicate |", "|---|---|---|---|",
@@ -352,13 +392,13 @@ def prediction_lines(both: pd.DataFrame, table: pd.DataFrame,
     studies = table.groupby("study").agg(
         rows=("claim", "size"), replicates=("replicates", "first"),
         agree_observed=("agree_observed", "sum"),
-        **{f"agree_{c}": (f"agree_{c}", "sum") for c in columns}).round(1)
+        **{f"agree_{c}": (f"agree_{c}", "sum") for c in columns})
     studies["gain_at_10"] = studies["agree_10"] - studies["agree_now"]
     if minutes is not None:
         studies["minutes_per_replicate"] = [minutes.get(study, np.nan)
                                             for study in studies.index]
         hours = (10 - studies["replicates"]).clip(lower=0) * studies["minutes_per_replicate"] / 60
-        studies["gain_per_hour_to_10"] = (studies["gain_at_10"] / hours.where(hours > 0)).round(1)
+        studies["gain_per_hour_to_10"] = studies["gain_at_10"] / hours.where(hours > 0)
     return ["", "What more replicates would buy (every study at its count or more; rows "
             f"testable in both runs drawn anew, {fixed} others as they are):", "",
             "| | now | " + " | ".join(f"{c} or more" for c in COUNTS) + " |",
@@ -367,7 +407,9 @@ def prediction_lines(both: pd.DataFrame, table: pd.DataFrame,
             "| resolved, of rows testable in both | "
             + " | ".join(f"{r:.0%}" for r in resolved) + " |", "",
             "By study (rows agreeing: observed, expected now, expected with more replicates):",
-            "", studies.sort_values("gain_at_10", ascending=False).to_markdown()]
+            "", studies.sort_values("gain_at_10", ascending=False).round(
+                {column: 2 if column.startswith("minutes") else 1 for column in studies}
+            ).to_markdown()]
 
 
 def fewer_lines(cuts: dict[str, int], first: Path, second: Path, default: dict,
@@ -475,8 +517,9 @@ def main() -> None:
              *cut_lines]
     if args.allocate:
         current = {name: independent_runs(name, validated) for name in minutes}
-        curves = predicted(first_claims, second_claims, counts=range(2, COUNTS[-1] + 1))
-        lines += allocation_lines(both, curves, minutes, current)
+        top = max(COUNTS[-1], *current.values())
+        curves = predicted(first_claims, second_claims, counts=range(2, top + 1))
+        lines += allocation_lines(both, curves, minutes, current, sources(validated))
     emit(lines, args.out)
 
 

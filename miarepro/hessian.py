@@ -348,8 +348,9 @@ def conjugate_gradient(products: Callable[[torch.Tensor], torch.Tensor], rhs: to
     ``tolerance * |b|`` or after ``iterations``.
 
     CG needs a positive-definite system. Where the damped Hessian is not positive definite on
-    the block's directions, the rows are solved one by one instead (:func:`_rowwise_cg`),
-    where a direction of negative curvature ends that row's iterations.
+    the block's directions, the rows are solved one by one instead, from the start
+    (:func:`_rowwise_cg`), where a direction of negative curvature ends that row's iterations;
+    the report then counts the block's iterations and theirs.
     """
     x = torch.zeros_like(rhs)
     residual = rhs.clone()
@@ -362,7 +363,8 @@ def conjugate_gradient(products: Callable[[torch.Tensor], torch.Tensor], rhs: to
         gram = directions @ applied.T
         factor, info = torch.linalg.cholesky_ex((gram + gram.T) / 2)
         if info.item() != 0:  # not positive definite on these directions
-            return _rowwise_cg(products, rhs, damping, iterations, tolerance)
+            x, report = _rowwise_cg(products, rhs, damping, iterations, tolerance)
+            return x, SolveReport(iteration + report.iterations, report.max_relative_residual)
         step = torch.cholesky_solve(directions @ residual.T, factor)  # (m, k)
         x += step.T @ directions
         residual -= step.T @ applied

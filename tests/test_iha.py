@@ -239,9 +239,11 @@ def _spd_with_outliers(size, outliers, seed):
 
 
 @pytest.mark.parametrize("rows", [1, 12, 80])  # plain CG; a block; wider than the system
-def test_block_conjugate_gradients_solve_every_row_to_the_tolerance(rows):
+def test_block_conjugate_gradients_solve_every_row_to_the_tolerance(rows, monkeypatch):
     """Against a direct solve, with a zero, a repeated and a dependent right-hand side among
-    the rows: the block's directions are completed rather than left singular."""
+    the rows: the block's directions are completed rather than left singular, and a positive
+    definite system never falls back to solving row by row."""
+    monkeypatch.setattr(hessian, "_rowwise_cg", None)  # calling it would fail
     H, eps = _spd_with_outliers(60, 10, 0), 0.2
     rhs = torch.as_tensor(np.random.default_rng(1).normal(size=(rows, 60)))
     if rows > 6:
@@ -269,14 +271,30 @@ def test_a_block_needs_fewer_products_than_its_rows_one_by_one():
     assert float(((block - rows).norm(dim=1) / rows.norm(dim=1)).max()) < 1e-5
 
 
-def test_an_indefinite_system_is_solved_row_by_row():
+@pytest.mark.parametrize("found", ["at once", "later"])
+def test_an_indefinite_system_is_solved_row_by_row(found):
     """Where the damped Hessian has negative curvature on the block's directions, the rows are
-    solved as before the block existed: one by one, each stopping at its negative curvature."""
-    H = torch.diag(torch.tensor([-3.0, 0.5, 1.0, 2.0, 4.0, 8.0], dtype=torch.float64))
-    rhs = torch.eye(6, dtype=torch.float64)[:3] + 0.1
-    x, report = hessian.conjugate_gradient(lambda v: v @ H, rhs, 0.2, 50, 1e-8)
+    solved as before the block existed: one by one from the start, each stopping at its
+    negative curvature; the report counts the block's products too. The curvature is met at
+    the first iteration where the right-hand sides reach the negative eigenvalue, and later
+    where they barely do (the Krylov space grows towards it)."""
+    values = torch.tensor([-3.0, *np.linspace(0.5, 8.0, 19)], dtype=torch.float64)
+    basis = torch.as_tensor(np.linalg.qr(np.random.default_rng(5).normal(size=(20, 20)))[0])
+    H = basis @ torch.diag(values) @ basis.T
+    rhs = torch.as_tensor(np.random.default_rng(6).normal(size=(2, 20)))
+    if found == "at once":
+        rhs[0] = basis[:, 0]
+    else:
+        rhs -= 0.999 * (rhs @ basis[:, :1]) * basis[:, 0]
+    calls = []
+    x, report = hessian.conjugate_gradient(lambda v: calls.append(1) or v @ H, rhs, 0.2, 50,
+                                           1e-8)
     expected, expected_report = hessian._rowwise_cg(lambda v: v @ H, rhs, 0.2, 50, 1e-8)
-    assert torch.equal(x, expected) and report == expected_report
+    assert torch.equal(x, expected)
+    assert report.iterations == len(calls) > expected_report.iterations
+    assert report.max_relative_residual == expected_report.max_relative_residual
+    block_iterations = len(calls) - expected_report.iterations
+    assert block_iterations == 1 if found == "at once" else block_iterations > 1
 
 
 def test_block_and_row_by_row_solves_agree_on_a_networks_hessian():

@@ -185,38 +185,54 @@ def _curves(rows: dict[str, list[float]], replicates: int = 3) -> pd.DataFrame:
 def test_replicates_go_where_they_resolve_the_most_rows_per_minute():
     """Greedy on the gain of the next replicate per minute: the cheap study whose rows still
     resolve with more replicates gets them, a study whose rows are settled stays at the
-    minimum, the budget is never exceeded, and a study read with another keeps its count."""
+    minimum, a fixed study keeps its count, and no replicate is added past the budget."""
     curves = _curves({"steep": [0.1, 0.3, 0.5, 0.7, 0.8], "flat": [0.9, 0.9, 0.9, 0.9, 0.9],
                       "dear": [0.1, 0.3, 0.5, 0.7, 0.8]})
     minutes = {"steep": 1.0, "flat": 1.0, "dear": 4.0, "kept": 2.0}
     counts = stability.allocate(curves, minutes, budget=15.0, fixed={"kept": 5}, minimum=3)
-    # least: 3 + 3 + 12 + 10 = 28 > 15: nothing fits beyond the minimum and the fixed count
+    # the start (3 + 3 + 12 + 10 = 28) is over the budget already: nothing is added
     assert counts == {"steep": 3, "flat": 3, "dear": 3, "kept": 5}
     counts = stability.allocate(curves, minutes, budget=33.0, fixed={"kept": 5}, minimum=3)
-    # 28 + steep to 6 (3 minutes: +0.2, +0.2, +0.1 per minute) + nothing else that fits in 2
+    # 28 + steep to 6 (3 minutes: +0.2, +0.2, +0.1 per minute); dear's 4 do not fit in 2
     assert counts == {"steep": 6, "flat": 3, "dear": 3, "kept": 5}
     counts = stability.allocate(curves, minutes, budget=45.0, fixed={"kept": 5}, minimum=3)
     assert counts == {"steep": 6, "flat": 3, "dear": 6, "kept": 5}  # flat gains nothing
 
 
-def test_the_allocation_report_keeps_shared_and_undrawn_studies_at_their_counts():
-    curves = pd.concat([_curves({"a": [0.1, 0.3, 0.5, 0.7, 0.8]}),
-                        _curves({"b vs c": [0.5] * 5})], ignore_index=True)
-    both = pd.DataFrame({"claim": ["C"] * 3, "study": ["a", "b vs c", "d"],
-                         "verdict_first": ["holds"] * 3, "verdict_second": ["holds"] * 3})
-    minutes = {"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0}
-    current = {"a": 3, "b": 4, "c": 4, "d": 2}
-    lines = "\n".join(stability.allocation_lines(both, curves, minutes, current))
-    assert "3 studies keep their counts" in lines
-    # as configured: a at 3 (0.3), "b vs c" at 3 (0.5), d not drawn and agreeing: 1.8 of 3
-    assert "| as configured | 13 | 60% | 40% | 40% |" in lines
-    # twice the configured 13 minutes: a rises to 6 (0.8), the others as they are
-    assert "| reallocated at twice it | 16 | 77% | 65% | 65% |" in lines
+def test_the_allocation_moves_a_study_with_the_one_whose_models_it_uses_and_keeps_shared_ones():
+    """A study that uses another's models moves with it (their prices summed); a study a
+    trend row reads with another keeps its count even where its own rows would gain, as do
+    studies without drawn rows."""
+    steep = [0.1, 0.2, 0.4, 0.6, 0.7]
+    curves = pd.concat([_curves({"a": steep, "b": steep}), _curves({"b vs c": [0.5] * 5})],
+                       ignore_index=True)
+    both = pd.DataFrame({"claim": ["C"] * 4, "study": ["a", "b", "b vs c", "d"],
+                         "verdict_first": ["holds"] * 4, "verdict_second": ["holds"] * 4})
+    minutes = dict.fromkeys("abcdf", 1.0)
+    current = {"a": 3, "b": 4, "c": 4, "d": 2, "f": 3}
+    lines = "\n".join(stability.allocation_lines(both, curves, minutes, current, {"f": "a"}))
+    assert "3 studies keep their counts" in lines  # b and c (the trend), d (no rows)
+    # twice the configured 16 minutes: the unit of a and f (2 a replicate) rises to 6
+    assert "| reallocated at twice it | 22 |" in lines
     assert "| a | 3 |" not in lines  # at the configured cost there is no room to move
-    # a settled study configured at 5 gives its replicates to a's rows at the same cost
+    # a settled study configured at 5 gives its replicates to a and f at the same cost
     curves = pd.concat([curves, _curves({"e": [0.9] * 5})], ignore_index=True)
     both = pd.concat([both, both.iloc[:1].assign(study="e")], ignore_index=True)
     lines = "\n".join(stability.allocation_lines(both, curves, {**minutes, "e": 1.0},
-                                                  {**current, "e": 5}))
-    assert "| a | 3 | 5 | 1.00 |" in lines and "| e | 5 | 3 | 1.00 |" in lines
+                                                  {**current, "e": 5}, {"f": "a"}))
+    assert "| a | 3 | 4 | 1.00 |" in lines and "| f | 3 | 4 | 1.00 |" in lines
+    assert "| e | 5 | 3 | 1.00 |" in lines
     assert "| b |" not in lines and "| d |" not in lines
+
+
+def test_a_study_follows_the_root_of_the_models_it_uses():
+    """As the config's validation ties them: ``models_from`` always, ``reference_study`` for
+    a balanced study only (a partition study's repetitions train those models themselves)."""
+    partition, balanced = {"scheme": "partition"}, {"scheme": "balanced"}
+    config = {"studies": {
+        "base": {"split": balanced, "attacks": {}},
+        "audit": {"split": balanced, "models_from": "base", "attacks": {}},
+        "grid": {"split": balanced, "attacks": {"x": {"reference_study": "audit"}}},
+        "own": {"split": partition, "attacks": {"x": {"reference_study": "base"}}},
+        "base-r1": {"split": balanced, "replicate_of": "base", "attacks": {}}}}
+    assert stability.sources(config) == {"audit": "base", "grid": "base"}
