@@ -203,6 +203,20 @@ def test_conjugate_gradients_match_the_exact_solver(tiny):
     _assert_float32_close(sif_cg, sif_exact)
 
 
+@pytest.mark.parametrize("tolerance", [1e-4, 1e-10])
+def test_a_cg_solve_reaches_its_tolerance_in_the_true_residual(tiny, tolerance):
+    """The residual CG updates drifts from the true one by the products' rounding: float32
+    products, half the time of float64, serve tolerances down to ``FLOAT32_TOLERANCE``, and
+    a tighter one takes float64 products, so its solution is as close as it says."""
+    cg = _with_fit(tiny, solver="cg")
+    solver = iha._Solver(cg, 1.0, "damping", 500, tolerance)
+    rhs = np.random.default_rng(0).normal(size=(5, len(cg.fit["gradient"])))
+    x = solver.solve(rhs)
+    damped = _hessian(tiny) + np.eye(rhs.shape[1])
+    true = np.linalg.norm(x @ damped - rhs, axis=1) / np.linalg.norm(rhs, axis=1)
+    assert solver.worst_residual <= tolerance and true.max() <= 2 * tolerance
+
+
 def _assert_float32_close(approx, exact):
     """CG runs in float32, so its error is relative to the scores' scale, not to each score:
     a score near 0 among scores near 20 may differ by 1e-5 of itself (seen with AVX-512)."""
