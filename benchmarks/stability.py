@@ -301,6 +301,10 @@ def allocation_lines(both: pd.DataFrame, curves: pd.DataFrame, minutes: dict[str
         return {study: current[study] if unit in fixed else unit_counts[unit]
                 for study, unit in unit_of.items()}
 
+    # the rows not drawn, as they agreed or not
+    agreeing_fixed = int((both["verdict_first"] == both["verdict_second"]).sum()
+                         - curves["agree_observed"].sum())
+
     def expected(counts: dict[str, int]) -> tuple[float, float, float]:
         own = [counts[study] if study in counts else int(now) for study, now in
                zip(curves["study"], curves["replicates"], strict=True)]
@@ -310,8 +314,6 @@ def allocation_lines(both: pd.DataFrame, curves: pd.DataFrame, minutes: dict[str
         return ((agreeing_fixed + chance["agree"]) / len(both), chance["resolved"] / len(curves),
                 chance["decided"] / len(curves))
 
-    agreeing_fixed = int((both["verdict_first"] == both["verdict_second"]).sum()
-                         - curves["agree_observed"].sum())
     configured = _spent(current, minutes)
     plans = [("as configured", current),
              (f"{minimum} of each study that may move",
