@@ -202,6 +202,9 @@ def train(images: torch.Tensor, latents: torch.Tensor | None, spec: dict[str, An
             d_opt.zero_grad()
             d_loss.backward()
             d_opt.step()
+            # the discriminator's weights are not the generator's step's to train: frozen, their
+            # gradients are not computed only to be discarded (the same generator bit for bit)
+            discriminator.requires_grad_(False)
             g_loss = bce(discriminator(fake, z_fake), ones)
             if own is not None and not plain:  # the encoder fools D the other way round
                 g_loss = g_loss + bce(discriminator(x, own(x)), 1 - ones)
@@ -212,6 +215,7 @@ def train(images: torch.Tensor, latents: torch.Tensor | None, spec: dict[str, An
             g_opt.zero_grad()
             g_loss.backward()
             g_opt.step()
+            discriminator.requires_grad_(True)
             d_total += d_loss.item() * len(batch)
             g_total += g_loss.item() * len(batch)
         log["d_loss"].append(d_total / n)

@@ -356,8 +356,9 @@ def test_a_dense_stack_trains_by_batched_products_as_under_vmap(monkeypatch, sha
 
 def test_the_attack_models_train_as_with_batches_gathered_one_by_one():
     """``_train`` gathers an epoch's shuffled rows once and slices its batches, with the
-    displacement's pairs stacked once: the very weights of a loop that gathers and stacks
-    every batch anew (the loop it replaced, written out here)."""
+    displacement's pairs stacked once, and steps Adam over all parameters in one call
+    (``foreach``): the very weights of a loop that gathers and stacks every batch anew and
+    steps Adam parameter by parameter (the loop it replaced, written out here)."""
     from miarepro.attacks import stolen_memories as sm
 
     generator = torch.Generator().manual_seed(0)
@@ -370,7 +371,7 @@ def test_the_attack_models_train_as_with_batches_gathered_one_by_one():
     torch.manual_seed(5)
     order_of = torch.Generator().manual_seed(5)
     reference = build()
-    optimizer = torch.optim.Adam(reference.parameters(), lr=1e-2)
+    optimizer = torch.optim.Adam(reference.parameters(), lr=1e-2, foreach=False)
     for _ in range(3):
         for batch in torch.randperm(300, generator=order_of).split(sm._ADAM_BATCH):
             rows = [(torch.stack([chi[batch], chi_p[batch]], -1), z[batch],

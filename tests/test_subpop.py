@@ -202,6 +202,17 @@ def test_bigan_training_leaves_the_victim_bit_identical(fitted):
     assert len(arrays["log_cosine"]) == SMALL_GAN["epochs"]
 
 
+def test_the_discriminator_frozen_in_the_generators_step_trains_the_same_bigan(study, fitted,
+                                                                                monkeypatch):
+    """The generator's step leaves the discriminator's weights frozen, their gradients no
+    longer computed only to be discarded: the fit is the one where they were, bit for bit."""
+    monkeypatch.setattr(bigan.Discriminator, "requires_grad_", lambda self, flag=True: self)
+    unfrozen = _fit_watching_the_victim(study[0], **SMALL_GAN)[0]
+    frozen = fitted[0]
+    assert frozen.keys() == unfrozen.keys()
+    assert all(np.array_equal(frozen[key], unfrozen[key]) for key in frozen)
+
+
 def test_the_convolutional_bigan_fits_a_lenet_victim_without_touching_it(tmp_path):
     """The LeNet path of the default run: the conv BiGAN on the victim's 84-d latent, with the
     cosine term, leaves the victim bit-identical and crafts images of the input's shape."""
