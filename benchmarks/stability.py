@@ -56,7 +56,7 @@ import yaml
 from workflow import ROOT, SNAKEMAKE, job_seconds, study_seconds, timed  # benchmarks/workflow.py
 
 from miarepro.artifacts import claims as claims_module
-from miarepro.config import validate
+from miarepro.config import model_sources, validate
 from miarepro.paths import _partitioned as partitioned
 from miarepro.paths import independent_runs, replicates_of
 from miarepro.uncertainty import student_half_width
@@ -233,14 +233,14 @@ def allocate(curves: pd.DataFrame, minutes: dict[str, float], budget: float,
     per minute, while one fits in the budget; where the start alone is over it, that is all.
     A study without a price keeps ``minimum``."""
     per_study = curves.groupby("study").sum(numeric_only=True)
-    top = max(int(c.removeprefix("decided_")) for c in curves if c.startswith("decided_"))
     counts = {study: fixed.get(study, minimum) for study in minutes}
     spent = _spent(counts, minutes)
     while True:
         gains = {study: (per_study.at[study, f"decided_{counts[study] + 1}"]
                          - per_study.at[study, f"decided_{counts[study]}"]) / minutes[study]
                  for study in per_study.index
-                 if study in counts and study not in fixed and counts[study] < top
+                 if study in counts and study not in fixed
+                 and f"decided_{counts[study] + 1}" in per_study
                  and spent + minutes[study] <= budget and minutes[study] > 0}
         if not gains or max(gains.values()) <= 0:
             return counts
@@ -254,25 +254,23 @@ def _spent(counts: dict[str, int], minutes: dict[str, float]) -> float:
 
 
 def sources(config: dict) -> dict[str, str]:
-    """Each study of ``config`` (validated) that uses another's models, mapped to the study
-    whose replicates its own must follow (transitively), as the config's validation ties
-    them: ``models_from`` sets a study's repetitions, and a balanced study's
-    ``reference_study`` bounds its replicates (a partition study's repetitions train the
-    reference models they take from another study themselves)."""
-    studies = {name: study for name, study in config["studies"].items()
-               if "replicate_of" not in study}
-    direct = {}
-    for name, study in studies.items():
-        used = [study["models_from"]] if "models_from" in study else [
-            entry["reference_study"] for entry in study["attacks"].values()
-            if "reference_study" in entry and not partitioned(study)]
-        if used:
-            direct[name] = used[0]
+    """Each study of ``config`` (validated) whose replicates are tied to another's, through the
+    models it uses (:func:`miarepro.config.model_sources`, as the config's validation ties
+    them), mapped to one study of its group: the groups are the connected studies."""
+    parent: dict[str, str] = {}
 
     def root(name: str) -> str:
-        return root(direct[name]) if name in direct else name
+        while parent.get(name, name) != name:
+            name = parent[name]
+        return name
 
-    return {name: root(name) for name in direct}
+    studies = {name: study for name, study in config["studies"].items()
+               if "replicate_of" not in study}
+    for name, study in studies.items():
+        for source in model_sources(study):
+            if root(name) != root(source):
+                parent[root(name)] = root(source)
+    return {name: root(name) for name in studies if root(name) != name}
 
 
 def allocation_lines(both: pd.DataFrame, curves: pd.DataFrame, minutes: dict[str, float],
@@ -294,8 +292,8 @@ def allocation_lines(both: pd.DataFrame, curves: pd.DataFrame, minutes: dict[str
               for name in re.split(r" vs |, ", label)}
     price = {unit: sum(m for study, m in minutes.items() if unit_of[study] == unit)
              for unit in set(unit_of.values())}
-    fixed = {unit: current[unit] for unit in price
-             if unit in shared or unit not in set(units.loc[single, "study"])}
+    drawn = set(units.loc[single, "study"])
+    fixed = {unit: current[unit] for unit in price if unit in shared or unit not in drawn}
 
     def per_study(unit_counts: dict[str, int]) -> dict[str, int]:
         return {study: current[study] if unit in fixed else unit_counts[unit]

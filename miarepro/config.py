@@ -72,10 +72,7 @@ def _expand_replicates(config: dict[str, Any]) -> None:
             study["targets"] = max(study["targets"], study["replicates"])
     for name, study in list(studies.items()):
         partition = study["split"]["scheme"] == "partition"
-        sources = ([study["models_from"]] if "models_from" in study else []) + [
-            entry["reference_study"] for entry in study["attacks"].values()
-            if "reference_study" in entry and not partition]  # a repetition trains the
-        for source in sources:  # reference models it takes from another study itself
+        for source in model_sources(study):
             runs = studies[source]["targets" if partition else "replicates"]
             if runs < study["replicates"]:
                 raise _fail(f"studies.{name}.replicates", f"{study['replicates']}, but study "
@@ -100,6 +97,15 @@ def _expand_replicates(config: dict[str, Any]) -> None:
                 if "reference_study" in entry:
                     entry["reference_study"] = replicate_name(entry["reference_study"], r)
             studies[copy_name] = replica
+
+
+def model_sources(study: dict[str, Any]) -> list[str]:
+    """The studies whose models ``study`` uses and whose replicates bound its own: its
+    ``models_from``, and a balanced study's attacks' ``reference_study`` (a partition study's
+    repetitions train the reference models they take from another study themselves)."""
+    return ([study["models_from"]] if "models_from" in study else []) + [
+        entry["reference_study"] for entry in study["attacks"].values()
+        if "reference_study" in entry and study["split"]["scheme"] != "partition"]
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
