@@ -1,5 +1,6 @@
 """The claims files and the claim evaluator."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -828,6 +829,7 @@ def test_the_claims_table_asks_for_exactly_the_attacks_its_claims_read(monkeypat
     monkeypatch.setattr(results, "attack_estimates", estimates)
     monkeypatch.setattr(cl, "_measure", measure)
     monkeypatch.setattr(cl, "_level", lambda _over, study, _config: float(len(study)))
+    monkeypatch.setattr(cl, "_failed_fits", lambda _study, _attack, _config: [])
     firsts = results.studies_of({}, config)
     table = cl.evaluate(config, firsts)
     assert (table["verdict"] != "not run").sum() > 100  # the claims were evaluated
@@ -941,3 +943,45 @@ def test_the_claims_job_reads_every_artifact_setting_its_links_depend_on():
             assert cl.showing_artifact(claim, [study], read) == shown, (claim.id, study)
             moved += shown != claim.artifact
     assert moved  # some rows do link another artifact than their claim's (BMIA-F3b)
+
+
+def test_a_claim_on_a_generator_that_collapsed_in_a_replicate_is_not_run(tmp_path, monkeypatch):
+    """Subpop's fit checks its generator (the share of crafted records keeping their class);
+    where it stayed below the bar in every attempt in one replicate, a claim on that attack
+    is not run, naming the replicate and the measure, rather than decided on a collapsed
+    generator's scores. Other attacks' claims on the study are unaffected."""
+    import yaml
+
+    from miarepro.artifacts import results
+    from miarepro.config import validate
+    from miarepro.paths import fit_paths, replicates_of
+
+    config = validate(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))
+    monkeypatch.setattr(results, "RESULTS", str(tmp_path))
+    study = "subpop-mnist-lenet"
+    for copy in replicates_of(study, config):
+        for path in fit_paths(str(tmp_path), copy, config["studies"][copy],
+                              config["studies"][copy]["attacks"]["subpop"]):
+            good = not copy.endswith("-r2")
+            Path(f"{path}.json").parent.mkdir(parents=True, exist_ok=True)
+            Path(f"{path}.json").write_text(json.dumps({"info": {
+                "good_enough": good, "class_kept": 0.9 if good else 0.11,
+                "min_class_kept": 0.5, "attempts": [{}] * (1 if good else 3)}}))
+    assert cl._failed_fits(study, "subpop", config) == [
+        f"{study}-r2 (11% of the attacker's records kept their class in the best of 3 "
+        "attempts, against 50%)"]
+    assert cl._failed_fits(study, "yeom", config) == []  # no fit that checks itself
+
+    class EveryMetric(dict):
+        def __contains__(self, _metric):
+            return True
+
+    monkeypatch.setattr(results, "attack_estimates", lambda *_: EveryMetric())
+    (claim,) = [c for c in cl.load_claims("subpop") if c.id == "SUB-C4"]
+    why = cl._side_estimates(claim, study, [claim.a, claim.b], ["subpop", "yeom"], config)
+    assert why.startswith("needs a generator good enough for subpop: it collapsed in "
+                          f"{study}-r2 (11%")
+    failed = f"{study}-r2"
+    card = fit_paths(str(tmp_path), failed, config["studies"][failed],
+                     config["studies"][failed]["attacks"]["subpop"])[0] + ".json"
+    assert card in cl.inputs(str(tmp_path), config["artifacts"]["claims"], config)

@@ -15,8 +15,10 @@ import torch
 
 from miarepro import bigan, metrics, pipeline
 from miarepro.attacks import get_attack
+from miarepro.attacks import subpop as subpop_module
 from miarepro.attacks.base import QueryAccess
 from miarepro.attacks.subpop import (
+    class_kept,
     merlin_scores,
     subpopulation_scores,
     trained_networks,
@@ -200,6 +202,50 @@ def test_bigan_training_leaves_the_victim_bit_identical(fitted):
     _assert_untouched(before, seen)
     assert info["latent"] == ARCHITECTURE["widths"][-1]
     assert len(arrays["log_cosine"]) == SMALL_GAN["epochs"]
+    # good enough at the first attempt: most crafted records keep their record's class
+    assert info["good_enough"] and bool(arrays["good_enough"]) and len(info["attempts"]) == 1
+    assert info["class_kept"] == info["attempts"][0]["class_kept"] >= info["min_class_kept"]
+
+
+def test_class_kept_by_hand():
+    """The victim (logits = the inputs themselves) gives crafted records the class of their
+    record for one of three."""
+    records = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 1.0]])
+    crafted = np.array([[3.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
+    assert class_kept(lambda x: x, records, crafted) == pytest.approx(1 / 3)
+
+
+def _fit_with_kept(study, monkeypatch, kept, **settings):
+    """A short BiGAN fit whose attempts measure the given shares of classes kept, in turn."""
+    shares = iter(kept)
+    monkeypatch.setattr(subpop_module, "class_kept", lambda *_: next(shares))
+    return get_attack("subpop").fit(study[0], 0, **{**SMALL_GAN, "epochs": 2, **settings})
+
+
+def test_a_collapsed_generator_trains_again_under_a_new_seed(study, monkeypatch):
+    """A GAN that collapsed (few crafted records keep their class) trains again under the
+    next attempt's seed, and the good one is kept; the first attempt's seed is the fit's own,
+    so a fit good enough at once is the fit of a single attempt."""
+    arrays, info = _fit_with_kept(study, monkeypatch, [0.1, 0.9])
+    seeds = [attempt["seed"] for attempt in info["attempts"]]
+    first = int(np.random.default_rng([study[0].fit_seed(0), 0xB1]).integers(2**31))
+    assert seeds[0] == first and seeds[1] != first and len(seeds) == 2
+    assert info["good_enough"] and info["class_kept"] == 0.9
+    at_once = _fit_with_kept(study, monkeypatch, [0.9])[0]
+    one_attempt = _fit_with_kept(study, monkeypatch, [0.1], attempts=1)[0]
+    assert np.array_equal(at_once["generator.body.0.weight"],
+                          one_attempt["generator.body.0.weight"])
+    assert not np.array_equal(arrays["generator.body.0.weight"],
+                              one_attempt["generator.body.0.weight"])
+
+
+def test_a_generator_never_good_enough_keeps_its_best_attempt_and_says_so(study, monkeypatch):
+    arrays, info = _fit_with_kept(study, monkeypatch, [0.2, 0.3, 0.1])
+    assert not info["good_enough"] and not bool(arrays["good_enough"])
+    assert [a["class_kept"] for a in info["attempts"]] == [0.2, 0.3, 0.1]
+    assert info["class_kept"] == 0.3
+    best = _fit_with_kept(study, monkeypatch, [0.2, 0.3], attempts=2)[0]
+    assert np.array_equal(arrays["generator.body.0.weight"], best["generator.body.0.weight"])
 
 
 def test_the_discriminator_frozen_in_the_generators_step_trains_the_same_bigan(study, fitted,

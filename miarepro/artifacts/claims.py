@@ -541,7 +541,39 @@ def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> li
             files += builders.study_inputs(results, copy, {**copy_config, "attacks": {
                 name: copy_config["attacks"][name] for name in dict.fromkeys(names) if name}})
             files += _cost_inputs(results, copy, config)
+            files += [f"{path}.json" for name in read
+                      for path in _checked_fits(results, copy, name, config)]
     return sorted(set(files), key=files.index)
+
+
+#: attack families whose fit checks itself and may fail (a GAN that collapsed in every attempt:
+#: :func:`miarepro.attacks.subpop._fit_bigan`); its card says ``good_enough``
+CHECKED_FITS = ("subpop", "subpop_blackbox")
+
+
+def _checked_fits(results: str, study: str, attack: str, config: dict[str, Any]) -> list[str]:
+    """The fits (paths without suffix) of an attack of ``study`` that check themselves."""
+    from miarepro.paths import fit_paths
+
+    entry = config["studies"][study]["attacks"][attack]
+    return (fit_paths(results, study, config["studies"][study], entry)
+            if entry["attack"] in CHECKED_FITS else [])
+
+
+def _failed_fits(study: str, attack: str, config: dict[str, Any]) -> list[str]:
+    """Of ``study``'s replicates, those where ``attack``'s fit failed its own check, each
+    with what the check measured."""
+    failed = []
+    for copy in replicates_of(study, config):
+        for path in _checked_fits(res.RESULTS, copy, attack, config):
+            info = io.read_json(f"{path}.json")["info"]
+            if not info.get("good_enough", True):
+                tries = len(info["attempts"])
+                failed.append(f"{copy} ({info['class_kept']:.0%} of the attacker's records "
+                              "kept their class in "
+                              + ("its one attempt" if tries == 1 else f"the best of {tries} "
+                                 "attempts") + f", against {info['min_class_kept']:.0%})")
+    return failed
 
 
 def _cost_inputs(results: str, study: str, config: dict[str, Any]) -> list[str]:
@@ -673,6 +705,10 @@ def _side_estimates(claim: Claim, study: str, specs: list[dict[str, str]],
                          and metric not in res.attack_estimates(res.RESULTS, study, name)})
     if unmeasured:  # e.g. a TPR at an FPR outside the config's metrics.fprs
         return f"needs {', '.join(unmeasured)} measured (the config's metrics)"
+    for name in names:
+        if failed := _failed_fits(study, name, config):
+            return (f"needs a generator good enough for {name}: it collapsed in "
+                    + "; ".join(failed))
     replicates = replicates_of(study, config)
     return [_over_replicates(replicates, name, metric, config)
             for name, metric in zip(names, metrics, strict=True)]
