@@ -87,6 +87,31 @@ def test_no_signal_when_every_compared_attack_is_at_chance(a, b, kind, expected)
     assert cl.verdict(claim(kind, 1.0 if kind == "close" else None), a, b)[0] == expected
 
 
+@pytest.mark.parametrize(("kind", "a", "b", "without", "expected"), [
+    # BMIA-C20 on the MNIST stand-in: b at 2.1% TPR@1% is 1.1 points from chance, within the
+    # 1-point tolerance plus the interval's half-width (0.76): an attack at chance, as precise,
+    # would not fail it either, so its "holds" says nothing
+    ("not_below", estimate(0.020, 0.004), estimate(0.021, -0.004), "holds", "no signal"),
+    ("close", estimate(0.020, 0.004), estimate(0.021, -0.004), "holds", "no signal"),
+    ("not_below", estimate(0.018, 0.008), estimate(0.021, -0.008), "inconclusive", "no signal"),
+    # b 4 points from chance: a side at chance would fail it, so the verdict stands
+    ("not_below", estimate(0.049, 0.004), estimate(0.050, -0.004), "holds", "holds"),
+    ("close", estimate(0.049, 0.004), estimate(0.050, -0.004), "holds", "holds"),
+    # close reads the farther side: a 2 points from chance makes it testable, though b alone
+    # (1.2 points) would not
+    ("close", estimate(0.030, 0.004), estimate(0.022, -0.004), "inconclusive", "inconclusive"),
+])
+def test_a_parity_that_a_side_at_chance_would_pass_too_is_no_signal(kind, a, b, without,
+                                                                    expected, monkeypatch):
+    """A parity claim is testable only if it could fail: were one side at chance, measured as
+    precisely, the reference side's distance from chance must exceed the tolerance plus the
+    half-width of the difference's interval."""
+    parity = claim(kind, 1.0)
+    assert cl.verdict(parity, a, b)[0] == expected
+    monkeypatch.setattr(cl, "_vacuous_parity", lambda *_: False)
+    assert cl.verdict(parity, a, b)[0] == without
+
+
 def test_a_bound_on_one_attack_at_chance_is_still_checked():
     """'No signal' is for orderings and parities: an upper bound (SM-C14, DP bounds the
     attack) is decided by the interval, at chance or not."""
@@ -115,7 +140,8 @@ def test_bound_verdicts_use_the_papers_units(kind, value, expected):
 @pytest.mark.parametrize(("a", "b", "expected"), [
     (estimate(0.030, 0.002), estimate(0.031, 0.002), "holds"),  # within 1 point of TPR
     (estimate(0.050, 0.002), estimate(0.020, 0.002), "fails"),  # 3 points apart
-    (estimate(0.030, 0.010), Estimate(0.031, np.linspace(0.041, 0.021, 1001), "bootstrap"),
+    # 6% against 6.1%, -2.1 to +1.9 points (at 3% an attack at chance could not fail it)
+    (estimate(0.060, 0.010), Estimate(0.061, np.linspace(0.071, 0.051, 1001), "bootstrap"),
      "inconclusive"),
 ])
 def test_closeness_verdicts(a, b, expected):
@@ -126,7 +152,7 @@ def test_closeness_verdicts(a, b, expected):
     (estimate(0.030, 0.002), estimate(0.035, 0.002), "holds"),  # 0.5 points below: within 1
     (estimate(0.060, 0.002), estimate(0.035, 0.002), "holds"),  # above: never a reversal
     (estimate(0.020, 0.002), estimate(0.035, 0.002), "fails"),  # 1.5 points below
-    (estimate(0.030, 0.010), Estimate(0.031, np.linspace(0.041, 0.021, 1001), "bootstrap"),
+    (estimate(0.060, 0.010), Estimate(0.061, np.linspace(0.071, 0.051, 1001), "bootstrap"),
      "inconclusive"),  # -2.1 to +1.9 points: may or may not be 1 point below
 ])
 def test_not_below_verdicts_allow_the_papers_noise_one_sided(a, b, expected):
