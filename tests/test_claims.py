@@ -100,6 +100,10 @@ def test_no_signal_when_every_compared_attack_is_at_chance(a, b, kind, expected)
     # close reads the farther side: a 2 points from chance makes it testable, though b alone
     # (1.2 points) would not
     ("close", estimate(0.030, 0.004), estimate(0.022, -0.004), "inconclusive", "inconclusive"),
+    # not_below reads b alone: a far above b near chance passes, but so would a at chance
+    ("not_below", estimate(0.050, 0.004), estimate(0.020, -0.004), "holds", "no signal"),
+    # and a below b far from chance fails, whatever the rule
+    ("not_below", estimate(0.020, 0.004), estimate(0.050, -0.004), "fails", "fails"),
 ])
 def test_a_parity_that_a_side_at_chance_would_pass_too_is_no_signal(kind, a, b, without,
                                                                     expected, monkeypatch):
@@ -108,8 +112,29 @@ def test_a_parity_that_a_side_at_chance_would_pass_too_is_no_signal(kind, a, b, 
     half-width of the difference's interval."""
     parity = claim(kind, 1.0)
     assert cl.verdict(parity, a, b)[0] == expected
-    monkeypatch.setattr(cl, "_vacuous_parity", lambda *_: False)
+    monkeypatch.setattr(cl, "vacuous_parity", lambda *_: "")
     assert cl.verdict(parity, a, b)[0] == without
+
+
+@pytest.mark.parametrize(("paper", "tolerance"), [("subpop", 1.5), ("iha", 0.015)])
+def test_a_parity_that_could_not_fail_reads_the_tolerance_in_the_papers_units(paper, tolerance):
+    """Subpop prints AUC in percent, IHA as a fraction: the same 1.5-point tolerance either
+    way. b at AUC 0.52, 2 points from chance, is within it plus the half-width (0.95): no
+    signal, and the row says why in the paper's units; at 0.60 the parity holds."""
+    def parity(b_value):
+        c = cl.Claim("X-C1", paper, "X-T1", "on a par", "auc", "not_below", {"attack": "x"},
+                     {"attack": "y"}, tolerance, ("mnist",))
+        a, b = estimate(b_value, 0.005), estimate(b_value, -0.005)
+        outcome, quantity = cl.verdict(c, a, b)
+        return outcome, cl.vacuous_parity(c, a, b, quantity)
+
+    outcome, why = parity(0.52)
+    scale = 100 if paper == "subpop" else 1
+    assert outcome == "no signal"
+    assert why == (f"; it could not fail: the reference attack is {0.02 * scale:.3g} from "
+                   f"chance, within the tolerance {tolerance:g} plus the interval's half-width "
+                   f"{0.0095 * scale:.3g}")
+    assert parity(0.60) == ("holds", "")
 
 
 def test_a_bound_on_one_attack_at_chance_is_still_checked():
@@ -978,7 +1003,7 @@ def test_a_claim_on_a_generator_that_collapsed_in_a_replicate_is_not_run(tmp_pat
     generator's scores. Other attacks' claims on the study are unaffected."""
     import yaml
 
-    from miarepro.artifacts import results
+    from miarepro.artifacts import builders, results
     from miarepro.config import validate
     from miarepro.paths import fit_paths, replicates_of
 
@@ -1005,9 +1030,17 @@ def test_a_claim_on_a_generator_that_collapsed_in_a_replicate_is_not_run(tmp_pat
     monkeypatch.setattr(results, "attack_estimates", lambda *_: EveryMetric())
     (claim,) = [c for c in cl.load_claims("subpop") if c.id == "SUB-C4"]
     why = cl._side_estimates(claim, study, [claim.a, claim.b], ["subpop", "yeom"], config)
-    assert why.startswith("needs a generator good enough for subpop: it collapsed in "
+    assert why.startswith("needs a generator good enough for subpop: its fit fell short in "
                           f"{study}-r2 (11%")
     failed = f"{study}-r2"
     card = fit_paths(str(tmp_path), failed, config["studies"][failed],
                      config["studies"][failed]["attacks"]["subpop"])[0] + ".json"
     assert card in cl.inputs(str(tmp_path), config["artifacts"]["claims"], config)
+    # the tables showing the attack read the cards too, and mark a generator that fell short
+    first = fit_paths(str(tmp_path), study, config["studies"][study],
+                      config["studies"][study]["attacks"]["subpop"])[0] + ".json"
+    assert first in builders.study_inputs(str(tmp_path), study, config["studies"][study])
+    assert results.failed_fit(str(tmp_path), study, config["studies"][study], "subpop") is None
+    assert results.failed_fit(str(tmp_path), failed, config["studies"][failed], "subpop") == (
+        "11% of the attacker's records kept their class in the best of 3 attempts, "
+        "against 50%")

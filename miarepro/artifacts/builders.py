@@ -53,13 +53,15 @@ def score_inputs(results: str, settings: dict[str, Any], config: dict[str, Any],
 def study_inputs(results: str, study: str, study_config: dict[str, Any],
                  regime: bool = True, scores: bool = False) -> list[str]:
     """What reading ``study_config``'s attacks takes: each one's metrics (which also hold the
-    seconds of its models and fits), with ``scores`` its scores too, and with ``regime`` the
-    cards of the study's targets, whose accuracies place it against the paper's setting. Only
-    what is read: each input of each artifact costs every dry run time."""
+    seconds of its models and fits) and the cards of fits that check themselves
+    (:func:`miarepro.artifacts.results.failed_fit`), with ``scores`` its scores too, and with
+    ``regime`` the cards of the study's targets, whose accuracies place it against the paper's
+    setting. Only what is read: each input of each artifact costs every dry run time."""
     files = []
     for attack in study_config["attacks"]:
         files += [str(res.score_path(results, study, attack))] if scores else []
         files.append(str(res.metrics_path(results, study, attack)))
+        files += res.checked_fit_cards(results, study, study_config, attack)
     home = model_home(study, study_config)
     return files + [str(res.target_card(results, home, t))
                     for t in range(study_config["targets"]) if regime]
@@ -279,6 +281,9 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
         for row in table[table["paper_attack"].notna()].to_dict("records"):
             if pd.isna(row["paper_setting"]) or not row["paper_setting"]:
                 row["paper_setting"] = default
+            label = row["label"]
+            if why := res.failed_fit(RESULTS, study, study_config, row["attack"]):
+                label += f" (its generator fell short, {why}: no claim reads it)"
             if COMPUTE in metrics:  # minutes of the models and fit the attack needs, no CI
                 minutes = compute_seconds(RESULTS, study, row["attack"], study_config) / 60
                 row.update({COMPUTE: minutes, f"{COMPUTE}_low": minutes,
@@ -291,7 +296,7 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
                                    res.target_spread(RESULTS, study, row["attack"], metric))
                 rows.append({
                     "artifact": name, "paper_dataset": study_config.get("paper_dataset"),
-                    "study": study, "attack": row["label"], "paper_attack": row["paper_attack"],
+                    "study": study, "attack": label, "paper_attack": row["paper_attack"],
                     "setting": row["paper_setting"], "metric": metric,
                     "ours": scale * row[metric], "ours_low": scale * row[f"{metric}_low"],
                     "ours_high": scale * row[f"{metric}_high"],

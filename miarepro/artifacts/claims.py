@@ -45,7 +45,7 @@ form a closed vocabulary (:data:`VERDICTS`):
   cannot tell apart either (its interval contains no difference): such a claim cannot be
   tested, and a "holds" there would be vacuous. Sides at chance that the paired interval
   does tell apart (replicates move together) are tested like any others. So is a parity
-  that an attack at chance would pass too (:func:`_vacuous_parity`): it could not fail;
+  that an attack at chance would pass too (:func:`vacuous_parity`): it could not fail;
 - **not run**: this run has no study for the claim's datasets, or the study lacks one of its
   attacks; the row says which. No claim of a paper the run covers is left out.
 
@@ -251,26 +251,35 @@ def verdict(claim: Claim, a: Estimate, b: Estimate | None = None, *, paired: boo
     quantity = compared(claim, a, b, paired=paired)
     at_chance = quantity.resolvable and claim.kind in COMPARISONS and _at_chance(claim, a, b)
     outcome = judge(claim, quantity, at_chance)
-    if outcome in ("holds", "inconclusive") and _vacuous_parity(claim, a, b, quantity):
+    if outcome in ("holds", "inconclusive") and vacuous_parity(claim, a, b, quantity):
         outcome = "no signal"
     return outcome, quantity
 
 
-def _vacuous_parity(claim: Claim, a: Estimate, b: Estimate | None, quantity: Estimate) -> bool:
-    """Whether a parity (``close``, ``not_below``) could not fail: an attack at chance in a
-    side's place, measured as precisely, would pass it too, since the reference side (b of
-    ``not_below``, the farther of ``close``'s two) is no farther from chance than the
-    tolerance plus the half-width of the difference's interval. A tolerance taken at the
-    paper's scale can be that wide on a miniature whose attacks sit nearer chance (a point
-    of TPR@1% where BMIA reaches 2%, not 9%); its "holds" would then say nothing."""
-    chance = uncertainty.chance_level(claim.metric)
-    if claim.kind not in TOLERANCES or chance is None or b is None:
-        return False
+def vacuous_parity(claim: Claim, a: Estimate, b: Estimate | None, quantity: Estimate) -> str:
+    """Why a parity (``close``, ``not_below``) could not fail, or "" where it could: an
+    attack at chance in a side's place, measured as precisely, would pass it too, since the
+    reference side (b of ``not_below``, the farther of ``close``'s two) is no farther from
+    chance than the tolerance plus the half-width of the difference's interval. A tolerance
+    taken at the paper's scale can be that wide on a miniature whose attacks sit nearer
+    chance (a point of TPR@1% where BMIA reaches 2%, not 9%); its "holds" says nothing."""
+    if claim.kind not in TOLERANCES or b is None:
+        return ""
+    sides = list(zip((a, b), claim.side_metrics(), strict=True))
+    if claim.kind == "not_below":  # a must not fall below b: b is the reference
+        sides = sides[1:]
+    reaches = [abs(side.value - chance) for side, metric in sides
+               if (chance := uncertainty.chance_level(metric)) is not None]
+    if not reaches:
+        return ""
     low, high = quantity.interval()
-    tolerance = claim.value / uncertainty.percent_scale(claim.metric, claim.paper)
-    reach = max(abs(side.value - chance) for side in ((b,) if claim.kind == "not_below"
-                                                       else (a, b)))
-    return reach <= tolerance + (high - low) / 2
+    scale = uncertainty.percent_scale(claim.metric, claim.paper)
+    tolerance, half = claim.value / scale, (high - low) / 2
+    if max(reaches) > tolerance + half:
+        return ""
+    return (f"; it could not fail: the reference attack is {scale * max(reaches):.3g} from "
+            f"chance, within the tolerance {claim.value:g} plus the interval's half-width "
+            f"{scale * half:.3g}")
 
 
 def compared(claim: Claim, a: Estimate, b: Estimate | None = None, *, paired: bool = False
@@ -562,39 +571,15 @@ def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> li
             files += builders.study_inputs(results, copy, {**copy_config, "attacks": {
                 name: copy_config["attacks"][name] for name in dict.fromkeys(names) if name}})
             files += _cost_inputs(results, copy, config)
-            files += [f"{path}.json" for name in read
-                      for path in _checked_fits(results, copy, name, config)]
     return sorted(set(files), key=files.index)
-
-
-#: attack families whose fit checks itself and may fail (a GAN that collapsed in every attempt:
-#: :func:`miarepro.attacks.subpop._fit_bigan`); its card says ``good_enough``
-CHECKED_FITS = ("subpop", "subpop_blackbox")
-
-
-def _checked_fits(results: str, study: str, attack: str, config: dict[str, Any]) -> list[str]:
-    """The fits (paths without suffix) of an attack of ``study`` that check themselves."""
-    from miarepro.paths import fit_paths
-
-    entry = config["studies"][study]["attacks"][attack]
-    return (fit_paths(results, study, config["studies"][study], entry)
-            if entry["attack"] in CHECKED_FITS else [])
 
 
 def _failed_fits(study: str, attack: str, config: dict[str, Any]) -> list[str]:
     """Of ``study``'s replicates, those where ``attack``'s fit failed its own check, each
-    with what the check measured."""
-    failed = []
-    for copy in replicates_of(study, config):
-        for path in _checked_fits(res.RESULTS, copy, attack, config):
-            info = io.read_json(f"{path}.json")["info"]
-            if not info.get("good_enough", True):
-                tries = len(info["attempts"])
-                failed.append(f"{copy} ({info['class_kept']:.0%} of the attacker's records "
-                              "kept their class in "
-                              + ("its one attempt" if tries == 1 else f"the best of {tries} "
-                                 "attempts") + f", against {info['min_class_kept']:.0%})")
-    return failed
+    with what the check measured (:func:`miarepro.artifacts.results.failed_fit`)."""
+    found = ((copy, res.failed_fit(res.RESULTS, copy, config["studies"][copy], attack))
+             for copy in replicates_of(study, config))
+    return [f"{copy} ({why})" for copy, why in found if why]
 
 
 def _cost_inputs(results: str, study: str, config: dict[str, Any]) -> list[str]:
@@ -671,20 +656,22 @@ def _study_row(claim: Claim, study: str, sides: tuple, config: dict[str, Any]
     if isinstance(estimates, str):  # it names what it needs: the claim's own artifact
         return {**row, "verdict": "not run", "ours": estimates}
     row = _shown_in(row, showing_artifact(claim, [study], config))
-    rival, rivals, shown = "", 1, names
+    note, rivals, shown = "", 1, names
     if claim.kind == "matched_best":
         rivals = len(names) - 1
         outcome, quantity, index = matched_best_verdict(claim, estimates[0], estimates[1:])
         estimates, shown = [estimates[0], estimates[1 + index]], [names[0], names[1 + index]]
-        rival = (f"; the second is the closest of {rivals} rivals (the rule: it would fail "
+        note = (f"; the second is the closest of {rivals} rivals (the rule: it would fail "
                  "at a Bonferroni level over them)")
     else:
         outcome, quantity = verdict(claim, *estimates)
+        if outcome == "no signal":
+            note = vacuous_parity(claim, *estimates, quantity)
     metrics = claim.side_metrics(len(shown))
     labels = [_side_label(study_config, name, metric if len(set(metrics)) > 1 else None)
               for name, metric in zip(shown, metrics, strict=True)]
     return {**row, "verdict": outcome, "replicates": independent_runs(study, config),
-            "ours": _describe(claim, estimates, quantity, labels) + rival
+            "ours": _describe(claim, estimates, quantity, labels) + note
                     + _subset(study_config, names),
             **_quantity_columns(claim, study, outcome, quantity, rivals)}
 
@@ -728,7 +715,7 @@ def _side_estimates(claim: Claim, study: str, specs: list[dict[str, str]],
         return f"needs {', '.join(unmeasured)} measured (the config's metrics)"
     for name in names:
         if failed := _failed_fits(study, name, config):
-            return (f"needs a generator good enough for {name}: it collapsed in "
+            return (f"needs a generator good enough for {name}: its fit fell short in "
                     + "; ".join(failed))
     replicates = replicates_of(study, config)
     return [_over_replicates(replicates, name, metric, config)
@@ -801,6 +788,11 @@ def _trend_rows(claim: Claim, config: dict[str, Any], studies: list[str]
                 f"{claim.over} values")})
             continue
         ends = [max(axis), min(axis)]  # (level, study, attack): largest, smallest
+        if failed := [why for _, study, attack in ends
+                      for why in _failed_fits(study, attack, config)]:
+            rows.append({**row, "verdict": "not run", "ours": (
+                f"needs a generator good enough: its fit fell short in {'; '.join(failed)}")})
+            continue
         replicates = [replicates_of(study, config) for _, study, _ in ends]
         estimates = [_over_replicates(found, attack, claim.metric, config)
                      for found, (_, _, attack) in zip(replicates, ends, strict=True)]

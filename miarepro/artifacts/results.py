@@ -14,7 +14,7 @@ import pandas as pd
 
 from miarepro import io, metrics, uncertainty
 from miarepro.artifacts.registry import COSTS
-from miarepro.paths import model_home, replicates_of
+from miarepro.paths import fit_paths, model_home, replicates_of
 
 RESULTS = "results"  # relative to the workflow's working directory
 
@@ -60,6 +60,34 @@ def metrics_path(results: str, study: str, attack: str) -> Path:
 
 def target_card(results: str, study: str, target: int) -> Path:
     return Path(results) / "studies" / study / "models" / "target" / f"{target}.json"
+
+
+#: attack families whose fit checks itself and may fail: a GAN still collapsed after every
+#: attempt (:func:`miarepro.attacks.subpop._fit_bigan`); its card says ``good_enough``
+CHECKED_FITS = ("subpop", "subpop_blackbox")
+
+
+def checked_fit_cards(results: str, study: str, study_config: dict[str, Any],
+                      attack: str) -> list[str]:
+    """The cards of an attack's fits (one per target) where its fit checks itself, else []."""
+    entry = study_config["attacks"][attack]
+    if entry["attack"] not in CHECKED_FITS:
+        return []
+    return [f"{path}.json" for path in fit_paths(results, study, study_config, entry)]
+
+
+def failed_fit(results: str, study: str, study_config: dict[str, Any],
+               attack: str) -> str | None:
+    """What an attack's fit measured where it failed its own check (any target's), else None:
+    its scores are then those of a generator that is not the paper's, and no claim reads them."""
+    for card in checked_fit_cards(results, study, study_config, attack):
+        info = io.read_json(card)["info"]
+        if not info.get("good_enough", True):
+            tries = len(info["attempts"])
+            return (f"{info['class_kept']:.0%} of the attacker's records kept their class in "
+                    + ("its one attempt" if tries == 1 else f"the best of {tries} attempts")
+                    + f", against {info['min_class_kept']:.0%}")
+    return None
 
 
 @functools.cache
