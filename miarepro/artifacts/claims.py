@@ -662,7 +662,7 @@ def _study_row(claim: Claim, study: str, sides: tuple, config: dict[str, Any]
         outcome, quantity, index = matched_best_verdict(claim, estimates[0], estimates[1:])
         estimates, shown = [estimates[0], estimates[1 + index]], [names[0], names[1 + index]]
         note = (f"; the second is the closest of {rivals} rivals (the rule: it would fail "
-                 "at a Bonferroni level over them)")
+                "at a Bonferroni level over them)")
     else:
         outcome, quantity = verdict(claim, *estimates)
         if outcome == "no signal":
