@@ -880,7 +880,7 @@ def test_the_claims_table_asks_for_exactly_the_attacks_its_claims_read(monkeypat
     monkeypatch.setattr(results, "attack_estimates", estimates)
     monkeypatch.setattr(cl, "_measure", measure)
     monkeypatch.setattr(cl, "_level", lambda _over, study, _config: float(len(study)))
-    monkeypatch.setattr(cl, "_failed_fits", lambda _study, _attack, _config: [])
+    monkeypatch.setattr(cl, "_failed_fits", lambda _sides, _config: "")
     firsts = results.studies_of({}, config)
     table = cl.evaluate(config, firsts)
     assert (table["verdict"] != "not run").sum() > 100  # the claims were evaluated
@@ -1018,10 +1018,11 @@ def test_a_claim_on_a_generator_that_collapsed_in_a_replicate_is_not_run(tmp_pat
             Path(f"{path}.json").write_text(json.dumps({"info": {
                 "good_enough": good, "class_kept": 0.9 if good else 0.11,
                 "min_class_kept": 0.5, "attempts": [{}] * (1 if good else 3)}}))
-    assert cl._failed_fits(study, "subpop", config) == [
-        f"{study}-r2 (11% of the attacker's records kept their class in the best of 3 "
-        "attempts, against 50%)"]
-    assert cl._failed_fits(study, "yeom", config) == []  # no fit that checks itself
+    expected = (f"needs a generator good enough: the fit fell short, subpop's in {study}-r2 "
+                "(11% of the attacker's records kept their class in the best of 3 attempts, "
+                "against 50%)")
+    assert cl._failed_fits([(study, "subpop")], config) == expected
+    assert cl._failed_fits([(study, "yeom")], config) == ""  # no fit that checks itself
 
     class EveryMetric(dict):
         def __contains__(self, _metric):
@@ -1030,8 +1031,7 @@ def test_a_claim_on_a_generator_that_collapsed_in_a_replicate_is_not_run(tmp_pat
     monkeypatch.setattr(results, "attack_estimates", lambda *_: EveryMetric())
     (claim,) = [c for c in cl.load_claims("subpop") if c.id == "SUB-C4"]
     why = cl._side_estimates(claim, study, [claim.a, claim.b], ["subpop", "yeom"], config)
-    assert why.startswith("needs a generator good enough for subpop: its fit fell short in "
-                          f"{study}-r2 (11%")
+    assert why == expected
     failed = f"{study}-r2"
     card = fit_paths(str(tmp_path), failed, config["studies"][failed],
                      config["studies"][failed]["attacks"]["subpop"])[0] + ".json"

@@ -574,12 +574,14 @@ def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> li
     return sorted(set(files), key=files.index)
 
 
-def _failed_fits(study: str, attack: str, config: dict[str, Any]) -> list[str]:
-    """Of ``study``'s replicates, those where ``attack``'s fit failed its own check, each
-    with what the check measured (:func:`miarepro.artifacts.results.failed_fit`)."""
-    found = ((copy, res.failed_fit(res.RESULTS, copy, config["studies"][copy], attack))
-             for copy in replicates_of(study, config))
-    return [f"{copy} ({why})" for copy, why in found if why]
+def _failed_fits(sides: list[tuple[str, str]], config: dict[str, Any]) -> str:
+    """Why a claim on these ``(study, attack)`` sides is not run where an attack's fit failed
+    its own check in a replicate of its study, naming each such replicate with what the
+    check measured (:func:`miarepro.artifacts.results.failed_fit`); "" where none did."""
+    found = [f"{attack}'s in {copy} ({why})" for study, attack in sides
+             for copy in replicates_of(study, config)
+             if (why := res.failed_fit(res.RESULTS, copy, config["studies"][copy], attack))]
+    return f"needs a generator good enough: the fit fell short, {'; '.join(found)}" if found else ""
 
 
 def _cost_inputs(results: str, study: str, config: dict[str, Any]) -> list[str]:
@@ -713,10 +715,8 @@ def _side_estimates(claim: Claim, study: str, specs: list[dict[str, str]],
                          and metric not in res.attack_estimates(res.RESULTS, study, name)})
     if unmeasured:  # e.g. a TPR at an FPR outside the config's metrics.fprs
         return f"needs {', '.join(unmeasured)} measured (the config's metrics)"
-    for name in names:
-        if failed := _failed_fits(study, name, config):
-            return (f"needs a generator good enough for {name}: its fit fell short in "
-                    + "; ".join(failed))
+    if failed := _failed_fits([(study, name) for name in names], config):
+        return failed
     replicates = replicates_of(study, config)
     return [_over_replicates(replicates, name, metric, config)
             for name, metric in zip(names, metrics, strict=True)]
@@ -788,10 +788,8 @@ def _trend_rows(claim: Claim, config: dict[str, Any], studies: list[str]
                 f"{claim.over} values")})
             continue
         ends = [max(axis), min(axis)]  # (level, study, attack): largest, smallest
-        if failed := [why for _, study, attack in ends
-                      for why in _failed_fits(study, attack, config)]:
-            rows.append({**row, "verdict": "not run", "ours": (
-                f"needs a generator good enough: its fit fell short in {'; '.join(failed)}")})
+        if failed := _failed_fits([(study, attack) for _, study, attack in ends], config):
+            rows.append({**row, "verdict": "not run", "ours": failed})
             continue
         replicates = [replicates_of(study, config) for _, study, _ in ends]
         estimates = [_over_replicates(found, attack, claim.metric, config)

@@ -123,6 +123,7 @@ def _fit_bigan(study: StudyHandle, group: int, own_encoder: bool, networks: str,
             latents = h(images)
         spec["latent"] = int(latents.shape[1])
         measure = h
+
     def query(x: np.ndarray) -> np.ndarray:
         return study.query("target", group, x)
 
@@ -149,13 +150,14 @@ def _fit_bigan(study: StudyHandle, group: int, own_encoder: bool, networks: str,
         if kept >= min_class_kept:
             break
     kept, generator, encoder, log = best
-    arrays = {"spec": np.array(json.dumps(spec)), "good_enough": np.array(kept >= min_class_kept),
+    good_enough = kept >= min_class_kept
+    arrays = {"spec": np.array(json.dumps(spec)), "good_enough": np.array(good_enough),
               **{f"log_{k}": np.asarray(v) for k, v in log.items()},
               **{f"generator.{k}": v.cpu().numpy() for k, v in generator.state_dict().items()}}
     if encoder is not None:
         arrays.update({f"encoder.{k}": v.cpu().numpy() for k, v in encoder.state_dict().items()})
     info = {"attacker_records": len(images), "latent": spec["latent"],
-            "good_enough": bool(kept >= min_class_kept), "class_kept": round(kept, 4),
+            "good_enough": good_enough, "class_kept": round(kept, 4),
             "min_class_kept": min_class_kept, "attempts": tried,
             "final_cosine": round(log["cosine"][-1], 4),
             "final_d_loss": round(log["d_loss"][-1], 4)}
