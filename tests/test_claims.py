@@ -1,6 +1,7 @@
 """The claims files and the claim evaluator."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,10 @@ def test_every_claim_holds_on_the_papers_own_numbers(paper):
                     # GPU minutes with training, none for LiRA): no printed ratio to check
                     assert catalog.load_catalog()[claim.artifact]["kind"] == "text", where
                     continue
-                assert claim.holds_on(values[0], values[1] if claim.b else None), where
+                losses = [cl.claim_paper_value(replace(claim, metric=claim.predictor), dataset,
+                                               spec, model or None)
+                          for spec in (claim.a, claim.b)] if claim.kind == "predicted" else []
+                assert claim.holds_on(values[0], values[1] if claim.b else None, *losses), where
 
 
 def estimate(center: float, spread: float, resolvable: bool = True) -> Estimate:
@@ -260,6 +264,17 @@ def test_a_ratio_of_attacks_at_chance_is_no_signal_unless_it_excludes_one():
     ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: greater, a: {attack: bmia}, "
      "b: {attack: attack_p}, datasets: [purchase100], architectures: lenet}",
      "C: architectures: a list of architectures"),
+    ("- {id: C, artifact: SM-F9, statement: s, metric: advantage, kind: greater, "
+     "a: {attack: bayes_wb}, b: {attack: bayes_wb, setting: layer=1, sum_over: layer}, "
+     "datasets: [mnist]}", "C: b: sum_over sums the attack over its settings"),
+    ("- {id: C, artifact: QMIA-T6, statement: s, metric: precision@1%, kind: predicted, "
+     "a: {attack: qmia}, b: {attack: marginal}, datasets: [cifar10]}", "needs a 'predictor'"),
+    ("- {id: C, artifact: QMIA-T6, statement: s, metric: precision@1%, kind: greater, "
+     "predictor: pinball@1%, a: {attack: qmia}, b: {attack: marginal}, datasets: [cifar10]}",
+     "takes no 'predictor'"),
+    ("- {id: C, artifact: QMIA-T6, statement: s, metric: precision@1%, kind: predicted, "
+     "predictor: pinball@1%, a: {attack: qmia, metric: auc}, b: {attack: marginal}, "
+     "datasets: [cifar10]}", "C: a: kind 'predicted' reads both sides"),
 ])
 def test_bad_claims_are_rejected_by_name(text, message):
     with pytest.raises(ValueError, match=message):
@@ -323,6 +338,110 @@ def test_a_bound_and_a_side_measured_by_another_metric_are_evaluated(monkeypatch
     # one instance on both sides: each named with the metric it is read at
     assert rows.loc["SM-C13", "ours"].startswith("general-wb, precision@cal99: 70.00")
     assert "vs general-wb, precision: 50.00" in rows.loc["SM-C13", "ours"]
+
+
+def test_a_side_summed_over_a_setting_adds_its_instances_replicate_by_replicate(monkeypatch):
+    """SM-C32: the meta attack's advantage against the sum of the layer attacks' advantages,
+    each replicate's layers added before the paired difference is taken, by hand."""
+    from miarepro.artifacts import results
+
+    advantage = {"meta": [0.10, 0.12, 0.08], "layer-1": [0.02, 0.03, 0.01],
+                 "layer-2": [0.04, 0.02, 0.03]}
+    replicate = {"mnist": 0, "mnist-r1": 1, "mnist-r2": 2}
+
+    def estimates(_results, study, attack):
+        v = advantage[attack][replicate[study]]
+        return {"advantage": Estimate(v, np.array([v - 1e-3, v + 1e-3]), "targets")}
+
+    monkeypatch.setattr(results, "attack_estimates", estimates)
+    layer = lambda n: {"attack": "bayes_wb", "paper_attack": "bayes_wb",  # noqa: E731
+                       "paper_setting": f"layer={n}"}
+    study = {"paper": "stolen-memories", "paper_dataset": "mnist", "replicates": 3,
+             "attacks": {"meta": {"attack": "bayes_wb", "paper_attack": "bayes_wb"},
+                         "layer-1": layer(1), "layer-2": layer(2)}}
+    config = {"artifacts": {}, "studies": {
+        "mnist": study, **{f"mnist-r{r}": {**study, "replicate_of": "mnist"} for r in (1, 2)}}}
+    claim = next(c for c in cl.load_claims("stolen-memories") if c.id == "SM-C32")
+    assert cl._sides(claim, "mnist", config)[2] == ["meta", ("layer-1", "layer-2")]
+    assert set(cl.attacks_read("mnist", config)) >= {"meta", "layer-1", "layer-2"}
+    row = cl.evaluate(config, ["mnist"]).set_index("claim").loc["SM-C32"]
+    differences = np.array([0.10 - 0.06, 0.12 - 0.05, 0.08 - 0.04])
+    half = 4.302653 * differences.std(ddof=1) / np.sqrt(3)
+    assert row["verdict"] == "holds" and row["replicates"] == 3
+    assert (row["quantity"], row["quantity_low"], row["quantity_high"]) == pytest.approx(
+        (differences.mean(), differences.mean() - half, differences.mean() + half), abs=1e-6)
+    assert "sum of layer-1 + layer-2: 5.00" in row["ours"]
+    assert pd.isna(row["paper_b"])  # the paper prints no sum
+
+
+def _premise() -> cl.Claim:
+    return next(c for c in cl.load_claims("qmia") if c.id == "QMIA-C24")  # LiRA vs QMIA
+
+
+@pytest.mark.parametrize(("precision", "pinball", "expected", "first"), [
+    ((0.90, 0.60), (0.14, 0.16), "holds", True),  # LiRA's loss lower, its precision higher
+    ((0.60, 0.90), (0.14, 0.16), "fails", True),  # precision reverses the predicted order
+    ((0.60, 0.90), (0.16, 0.14), "holds", False),  # QMIA predicted better, and it is
+    ((0.61, 0.60), (0.14, 0.16), "inconclusive", True),  # predicted, within the noise
+    ((0.90, 0.60), (0.150, 0.151), "inconclusive", None),  # the losses predict no order
+])
+def test_a_predicted_order_is_judged_where_the_predictor_gives_one(precision, pinball,
+                                                                   expected, first):
+    """QMIA's premise: the pinball losses (lower, better) predict which attack is the better;
+    precision is then judged as an ordering of the predicted better over the other."""
+    # opposite spreads: draws that move against each other, so the paired differences spread
+    a, b = estimate(precision[0], 0.02), estimate(precision[1], -0.02)
+    loss_a, loss_b = estimate(pinball[0], 0.005), estimate(pinball[1], -0.005)
+    outcome, quantity, order = cl.predicted_verdict(_premise(), a, b, loss_a, loss_b)
+    assert (outcome, order) == (expected, first)
+    if first is None:
+        assert quantity is None
+    else:  # the predicted better side's lead
+        lead = precision[0] - precision[1] if first else precision[1] - precision[0]
+        assert quantity.value == pytest.approx(lead)
+
+
+def test_a_predicted_order_at_chance_or_unresolvable_says_so():
+    premise = _premise()
+    at_chance = estimate(0.5, 0.2)
+    lower, higher = estimate(0.14, 0.005), estimate(0.16, 0.005)
+    unordered = estimate(0.15, 0.005)
+    assert cl.predicted_verdict(premise, at_chance, at_chance, unordered, unordered)[0] == (
+        "no signal")
+    blind = Estimate(0.14, np.full(1001, np.nan), "bootstrap", resolvable=False)
+    assert cl.predicted_verdict(premise, estimate(0.9, 0.01), estimate(0.6, 0.01), blind,
+                                higher)[0] == "not resolvable"
+    assert cl.predicted_verdict(premise, estimate(0.9, 0.01), estimate(0.6, 0.01), lower,
+                                higher)[0] == "holds"
+
+
+def test_a_predicted_row_shows_the_predicted_better_side_first(monkeypatch):
+    """The row of a reversed prediction shows QMIA first with its lead, and a row without a
+    prediction shows a - b with no interval columns (nothing a rerun could be decided on)."""
+    from miarepro.artifacts import results
+
+    values = {"qmia": {"precision@1%": 0.90, "pinball@1%": 0.14},
+              "lira": {"precision@1%": 0.60, "pinball@1%": 0.16}}
+
+    def estimates(_results, _study, attack):
+        return {metric: estimate(v, 0.005) for metric, v in values[attack].items()}
+
+    monkeypatch.setattr(results, "attack_estimates", estimates)
+    config = {"artifacts": {}, "studies": {"s": {
+        "paper": "qmia", "paper_dataset": "cifar10", "attacks": {
+            "lira": {"attack": "lira", "paper_attack": "lira", "paper_setting": "n=8"},
+            "qmia": {"attack": "qmia", "paper_attack": "qmia"}}}}}
+    premise = _premise()
+
+    def row() -> dict:
+        return cl._study_row(premise, "s", cl._sides(premise, "s", config), config)
+
+    assert row()["verdict"] == "holds" and row()["quantity"] == pytest.approx(0.30)
+    assert row()["ours"].startswith("qmia: 90.00")
+    assert "pinball@1% predicts qmia the better (its loss lower by 0.0200" in row()["ours"]
+    values["qmia"]["pinball@1%"] = 0.16
+    assert row()["verdict"] == "inconclusive" and "quantity" not in row()
+    assert row()["ours"].startswith("lira: 60.00") and "does not order them" in row()["ours"]
 
 
 def test_regime_says_within_2x_only_where_both_values_exist():

@@ -18,7 +18,9 @@ or that an attack does best with reference models of the target's own architectu
 their references from another study: :func:`matched_best_verdict`), the artifact that shows it
 and the paper datasets it is made for. A claim the paper states on average over its settings
 (``pooled``) is decided once per paper dataset, on the mean over its studies of the quantity
-it bounds (:func:`_pooled_rows`). Attacks are named as in the papers' tables
+it bounds (:func:`_pooled_rows`). A side may be a sum (``sum_over: layer``: the attack's
+advantage on every layer alone, added replicate by replicate). Attacks are named as in the
+papers' tables
 (``paper_attack`` and ``paper_setting`` of a study's attack instances), so one claims file
 serves the miniature and the full-scale configurations alike.
 The paper's own numbers come from ``paper_values.csv``; nothing is typed in twice.
@@ -56,9 +58,10 @@ so that a reviewer can tell a verdict far from its boundary from one a rerun may
 
 from __future__ import annotations
 
+import operator
 import string
-from dataclasses import dataclass
-from functools import cache
+from dataclasses import dataclass, replace
+from functools import cache, reduce
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +77,7 @@ from miarepro.uncertainty import Estimate
 
 CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
 KINDS = ("greater", "close", "not_below", "at_least", "at_most", "ratio_at_least",
-         "ratio_at_most", "matched_best", "equals", "increases", "decreases")
+         "ratio_at_most", "matched_best", "equals", "increases", "decreases", "predicted")
 #: kinds comparing one attack across the studies of a paper dataset, along ``over``
 TRENDS = ("increases", "decreases")
 #: what a trend runs over: the target's DP epsilon (studies without DP are not on the axis)
@@ -88,12 +91,15 @@ TOLERANCES = ("close", "not_below")
 VERDICTS = ("holds", "fails", "inconclusive", "not resolvable", "no signal", "not run")
 #: kinds that compare attacks (an ordering, a parity or a ratio), which chance cannot test
 COMPARISONS = ("greater", "close", "not_below", "ratio_at_least", "ratio_at_most",
-               "matched_best", *TRENDS)
+               "matched_best", "predicted", *TRENDS)
 KEYS = {"id", "artifact", "statement", "metric", "kind", "a", "b", "value", "basis", "datasets",
-        "over", "margin", "pooled", "architectures"}
+        "over", "margin", "pooled", "architectures", "predictor"}
 #: an attack side names the paper's attack and setting, and may measure it by another metric
-#: than the claim's (Stolen Memories: one attack's calibrated against uncalibrated precision)
-SIDE_KEYS = {"attack", "setting", "metric"}
+#: than the claim's (Stolen Memories: one attack's calibrated against uncalibrated precision);
+#: ``sum_over: layer`` makes it the sum of the metric over every instance of the attack at a
+#: setting of that key (``layer=1``, ``layer=2``, ...): Stolen Memories' "all the individual
+#: layers combined"
+SIDE_KEYS = {"attack", "setting", "metric", "sum_over"}
 
 
 @dataclass(frozen=True)
@@ -117,12 +123,19 @@ class Claim:
     #: the target architectures the paper makes it for ("on all convolutional models"): a
     #: study whose target is another one (an MLP standing in for a LeNet) does not stand for it
     architectures: tuple[str, ...] = ()
+    #: ``predicted``: the loss whose ordering of the two sides predicts the metric's (QMIA's
+    #: pinball loss: the lower, the better attack)
+    predictor: str = ""
 
-    def holds_on(self, a: float, b: float | None) -> bool:
+    def holds_on(self, a: float, b: float | None, loss_a: float | None = None,
+                 loss_b: float | None = None) -> bool:
         """The claim evaluated on point values (in the paper's units); for a trend, ``a`` is
-        the metric where ``over`` is largest and ``b`` where it is smallest."""
+        the metric where ``over`` is largest and ``b`` where it is smallest; ``predicted``
+        also reads the two sides' losses at ``predictor``."""
         if self.kind == "equals":  # within the margin the verdict allows
             return abs(a - self.value) <= self.margin
+        if self.kind == "predicted":  # the lower loss goes with the higher metric
+            return (a - b) * (loss_b - loss_a) > 0
         return _compare(self.kind, a, b, self.value)
 
     def side_metrics(self, sides: int = 2) -> list[str]:
@@ -147,8 +160,14 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
         kind = entry.get("kind")
         if kind not in KINDS:
             raise ValueError(f"{where}: kind {kind!r}; known: {list(KINDS)}")
-        needs_b = kind in ("greater", "close", "not_below", "ratio_at_least", "ratio_at_most")
-        needs_value = kind not in ("greater", "matched_best", *TRENDS)
+        needs_b = kind in ("greater", "close", "not_below", "ratio_at_least", "ratio_at_most",
+                           "predicted")
+        needs_value = kind not in ("greater", "matched_best", "predicted", *TRENDS)
+        if (kind == "predicted") != ("predictor" in entry):
+            raise ValueError(f"{where}: " + ("kind 'predicted' needs a 'predictor' (the loss "
+                                             "whose ordering predicts the metric's)"
+                                             if kind == "predicted"
+                                             else f"kind {kind!r} takes no 'predictor'"))
         over = entry.get("over")
         if kind in TRENDS and over is None:
             raise ValueError(f"{where}: kind {kind!r} needs 'over' (one of {list(OVER)})")
@@ -160,7 +179,7 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
         if needs_b != ("b" in entry) or needs_value != ("value" in entry):
             raise ValueError(f"{where}: kind {kind!r} needs "
                              + ("a, b" if needs_b else "a") + (" and value" if needs_value else ""))
-        if entry.get("pooled") and kind in (*TRENDS, "matched_best"):
+        if entry.get("pooled") and kind in (*TRENDS, "matched_best", "predicted"):
             raise ValueError(f"{where}: kind {kind!r} cannot be pooled over studies")
         if (kind == "equals") != ("margin" in entry):
             raise ValueError(f"{where}: " + ("kind 'equals' needs a 'margin' (how far from the "
@@ -177,6 +196,13 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
             if extra:
                 raise ValueError(f"{where}: {side}: unknown key(s) {extra}; known: "
                                  f"{sorted(SIDE_KEYS)}")
+            if kind == "predicted" and "metric" in (entry.get(side) or {}):
+                raise ValueError(f"{where}: {side}: kind 'predicted' reads both sides at its "
+                                 "metric and its predictor: no side metric")
+            if "sum_over" in (entry.get(side) or {}) and (
+                    "setting" in entry[side] or kind in (*TRENDS, "matched_best")):
+                raise ValueError(f"{where}: {side}: sum_over sums the attack over its settings: "
+                                 "it takes no 'setting', and is for a comparison of two sides")
         architectures = entry.get("architectures", [])
         if not isinstance(architectures, list):
             raise ValueError(f"{where}: architectures: a list of architectures, such as [lenet]")
@@ -193,7 +219,7 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
             b=entry.get("b"), value=entry.get("value"), datasets=tuple(entry["datasets"]),
             basis=entry.get("basis", ""), over=over or "", margin=entry.get("margin"),
             pooled=bool(entry.get("pooled", False)),
-            architectures=tuple(architectures)))
+            architectures=tuple(architectures), predictor=entry.get("predictor", "")))
     return claims
 
 
@@ -322,7 +348,7 @@ def decide(claim: Claim, quantity: Estimate) -> str:
 def decide_bounds(claim: Claim, low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """:func:`decide` for arrays of interval bounds, element by element."""
     scale = uncertainty.percent_scale(claim.metric, claim.paper)  # claims: the paper's units
-    kind = "greater" if claim.kind in ("matched_best", *TRENDS) else claim.kind
+    kind = "greater" if claim.kind in ("matched_best", "predicted", *TRENDS) else claim.kind
     threshold = (0.0 if kind == "greater" else claim.value if kind.startswith("ratio")
                  else claim.value / scale)
     if kind == "greater":
@@ -401,6 +427,8 @@ def claim_paper_value(claim: Claim, dataset: str, spec: dict[str, str],
     for the paper's ``model`` where the artifact has a row per target model. Where the
     artifact prints other target models only (QMIA's Table 1 is ResNet-50's), the number is
     the one the paper prints for ``model`` elsewhere (Table 6's ResNet-10)."""
+    if "sum_over" in spec:  # a sum the paper's tables do not print
+        return None
     values = catalog.paper_values(claim.artifact)
     cell = (dataset, spec["attack"], spec.get("setting"), claim.metric, model)
     value = catalog.paper_value(values, *cell)
@@ -427,6 +455,22 @@ def find_attack(study_config: dict[str, Any], spec: dict[str, str],
     return (same or matches or [None])[0]
 
 
+def summed_attacks(study_config: dict[str, Any], spec: dict[str, str]) -> tuple[str, ...] | None:
+    """A ``sum_over`` side's instances in the study: every instance of its attack at a setting
+    of that key (``layer=1``, ``layer=2``, ...), in the config's order; None where it has none."""
+    prefix = f"{spec['sum_over']}="
+    found = tuple(name for name, attack in study_config["attacks"].items()
+                  if attack.get("paper_attack") == spec["attack"]
+                  and (attack.get("paper_setting") or "").startswith(prefix))
+    return found or None
+
+
+def _instances(names: list[Any]) -> list[str]:
+    """The attack instances behind a claim's sides, a ``sum_over`` side's each (None dropped)."""
+    return [one for name in names if name is not None
+            for one in (name if isinstance(name, tuple) else (name,))]
+
+
 def _scored_records(attack: dict[str, Any]) -> int | None:
     """How many records an instance scores: its ``records``, or a leave-one-out attack's
     ``loo_records`` (the records that get leave-one-out models); None for the whole audit."""
@@ -440,6 +484,8 @@ def _shared_records(study_config: dict[str, Any], specs: list[dict[str, str]],
     records), so the other side is taken on the same records where the study has it; None
     (the whole audit) otherwise."""
     for spec in specs:
+        if "sum_over" in spec:
+            continue
         name = find_attack(study_config, spec, default=default)
         if name is not None and (records := _scored_records(study_config["attacks"][name])):
             return records
@@ -484,6 +530,32 @@ def matched_best_verdict(claim: Claim, a: Estimate, rivals: list[Estimate]
     return word, outcomes[index][1], index
 
 
+def predicted_verdict(claim: Claim, a: Estimate, b: Estimate, loss_a: Estimate,
+                      loss_b: Estimate) -> tuple[str, Estimate | None, bool | None]:
+    """``predicted``: the two sides' metric is ordered as their losses at ``predictor``
+    predict, the lower loss the better attack (QMIA: "the attack with the smallest pinball
+    loss on public data is the better membership inference attack").
+
+    The losses predict an order where their paired difference's interval excludes 0; the
+    metric is then judged as ``greater`` of the side predicted better over the other, so it
+    fails where the metric reverses the predicted order beyond noise. Where the losses cannot
+    tell the sides apart there is no prediction to test: inconclusive (or what the metric's
+    own comparison says where it cannot be tested: no signal, not resolvable). Returns the
+    verdict, the metric's difference of the side predicted better from the other (None
+    without a prediction) and whether ``a`` is that side (None without one)."""
+    as_ordering = replace(claim, kind="greater")
+    gap = loss_b - loss_a  # above 0: a's loss is the lower, a is predicted better
+    low, high = gap.interval()
+    if not gap.resolvable or low <= 0.0 <= high:
+        outcome, _ = verdict(as_ordering, a, b)
+        untestable = ("no signal", "not resolvable")
+        return (outcome if outcome in untestable
+                else "not resolvable" if not gap.resolvable else "inconclusive"), None, None
+    first = bool(low > 0.0)
+    outcome, quantity = verdict(as_ordering, *((a, b) if first else (b, a)))
+    return outcome, quantity, first
+
+
 #: what the claims read of each artifact's settings: the paper dataset and default setting a
 #: table maps its studies to (:func:`stands_for`, :func:`find_attack`), and its builder and
 #: studies, which decide the artifact a row links (:func:`showing_artifact`)
@@ -513,13 +585,14 @@ def stands_for(claim: Claim, study: str, config: dict[str, Any]) -> str | None:
 
 
 def _sides(claim: Claim, study: str, config: dict[str, Any]
-           ) -> tuple[str, list[dict[str, str]], list[str | None]] | None:
+           ) -> tuple[str, list[dict[str, str]], list[Any]] | None:
     """A claim other than a trend on ``study``: the paper dataset the study stands for, the
-    claim's sides and the study's instance of each (None where it has none); None where the
-    claim is not made for that dataset, or not for the study's setting: a study all of whose
-    instances name a paper setting, none of them one of the claim's sides, runs another
-    setting of the paper (a DP or dropout target, one of Figure 7's Adult subsets), where the
-    claim's "not run" row would only say that its attacks run at another setting there."""
+    claim's sides and the study's instance of each (a tuple of them for a ``sum_over`` side;
+    None where it has none); None where the claim is not made for that dataset, or not for
+    the study's setting: a study all of whose instances name a paper setting, none of them
+    one of the claim's sides, runs another setting of the paper (a DP or dropout target, one
+    of Figure 7's Adult subsets), where the claim's "not run" row would only say that its
+    attacks run at another setting there."""
     study_config = config["studies"][study]
     dataset = stands_for(claim, study, config)
     if dataset not in claim.datasets:
@@ -527,7 +600,8 @@ def _sides(claim: Claim, study: str, config: dict[str, Any]
     default = config["artifacts"].get(claim.artifact, {}).get("default_setting", "")
     specs = [claim.a] + ([claim.b] if claim.b is not None else [])
     records = _shared_records(study_config, specs, default)
-    names = [find_attack(study_config, spec, records, default) for spec in specs]
+    names = [summed_attacks(study_config, spec) if "sum_over" in spec
+             else find_attack(study_config, spec, records, default) for spec in specs]
     if not any(names) and all(attack.get("paper_setting")
                               for attack in study_config["attacks"].values()):
         return None
@@ -545,8 +619,8 @@ def attacks_read(study: str, config: dict[str, Any]) -> list[str]:
             if stands_for(claim, study, config) in claim.datasets:
                 names.append(_trend_attack(study_config, claim))
         elif (sides := _sides(claim, study, config)) is not None:
-            names += sides[2] + (_rivals(study_config, claim)
-                                 if claim.kind == "matched_best" else [])
+            names += _instances(sides[2]) + (_rivals(study_config, claim)
+                                             if claim.kind == "matched_best" else [])
     return [name for name in dict.fromkeys(names) if name is not None]
 
 
@@ -665,6 +739,16 @@ def _study_row(claim: Claim, study: str, sides: tuple, config: dict[str, Any]
         estimates, shown = [estimates[0], estimates[1 + index]], [names[0], names[1 + index]]
         note = (f"; the second is the closest of {rivals} rivals (the rule: it would fail "
                 "at a Bonferroni level over them)")
+    elif claim.kind == "predicted":
+        losses = _side_estimates(replace(claim, metric=claim.predictor), study, specs, names,
+                                 config)
+        if isinstance(losses, str):
+            return {**row, "verdict": "not run", "ours": losses}
+        outcome, quantity, first = predicted_verdict(claim, *estimates, *losses)
+        note = _prediction_note(claim, losses, first, [
+            _side_label(study_config, name) for name in names])
+        if first is False:  # the difference shown is the side predicted better's
+            estimates, shown = estimates[::-1], shown[::-1]
     else:
         outcome, quantity = verdict(claim, *estimates)
         if outcome == "no signal":
@@ -672,24 +756,48 @@ def _study_row(claim: Claim, study: str, sides: tuple, config: dict[str, Any]
     metrics = claim.side_metrics(len(shown))
     labels = [_side_label(study_config, name, metric if len(set(metrics)) > 1 else None)
               for name, metric in zip(shown, metrics, strict=True)]
+    # without a predicted order (quantity None) the row shows a - b, and has no interval to
+    # decide a rerun on
     return {**row, "verdict": outcome, "replicates": independent_runs(study, config),
-            "ours": _describe(claim, estimates, quantity, labels) + note
+            "ours": _describe(claim, estimates, estimates[0] - estimates[1]
+                              if quantity is None else quantity, labels) + note
                     + _subset(study_config, names),
-            **_quantity_columns(claim, study, outcome, quantity, rivals)}
+            **({} if quantity is None else
+               _quantity_columns(claim, study, outcome, quantity, rivals))}
 
 
-def _side_label(study_config: dict[str, Any], name: str, metric: str | None = None) -> str:
+def _prediction_note(claim: Claim, losses: list[Estimate], first: bool | None,
+                     labels: list[str]) -> str:
+    """What the predictor said: which side it predicts better, by how much lower its loss."""
+    def text(gap: Estimate) -> str:
+        return res.format_estimate(res.estimate_columns(claim.predictor, gap, clip=False),
+                                   claim.predictor, claim.paper)
+
+    if first is None:
+        return (f"; {claim.predictor} does not order them ({labels[0]}'s loss minus "
+                f"{labels[1]}'s: {text(losses[0] - losses[1])})")
+    better, worse = (0, 1) if first else (1, 0)
+    return (f"; {claim.predictor} predicts {labels[better]} the better (its loss lower by "
+            f"{text(losses[worse] - losses[better])})")
+
+
+def _side_label(study_config: dict[str, Any], name: str | tuple[str, ...],
+                metric: str | None = None) -> str:
     """A side as the study's tables name its attack instance (its label), with the metric it
-    is read at where the two sides differ in it (calibrated against uncalibrated precision)."""
-    label = study_config["attacks"][name].get("label", name)
+    is read at where the two sides differ in it (calibrated against uncalibrated precision);
+    a ``sum_over`` side as the sum of its instances."""
+    if isinstance(name, tuple):
+        label = "sum of " + " + ".join(_side_label(study_config, one) for one in name)
+    else:
+        label = study_config["attacks"][name].get("label", name)
     return f"{label}, {metric}" if metric else label
 
 
 def _subset(study_config: dict[str, Any], names: list[str | None]) -> str:
     """Where the sides are compared on a subset of the audit (IHA by conjugate gradients on
     100 records), say so: the study's tables and its other rows read the whole audit."""
-    for name in names:
-        if name is not None and (records := _scored_records(study_config["attacks"][name])):
+    for name in _instances(names):
+        if records := _scored_records(study_config["attacks"][name]):
             return (f"; both on the {records} audited records per target that "
                     f"{_side_label(study_config, name)} scores")
     return ""
@@ -711,15 +819,27 @@ def _side_estimates(claim: Claim, study: str, specs: list[dict[str, str]],
         return f"needs {' and '.join(absent)} in this study"
     metrics = claim.side_metrics(len(names))
     unmeasured = sorted({metric for name, metric in zip(names, metrics, strict=True)
-                         if metric not in COSTS
-                         and metric not in res.attack_estimates(res.RESULTS, study, name)})
+                         for one in _instances([name]) if metric not in COSTS
+                         and metric not in res.attack_estimates(res.RESULTS, study, one)})
     if unmeasured:  # e.g. a TPR at an FPR outside the config's metrics.fprs
         return f"needs {', '.join(unmeasured)} measured (the config's metrics)"
-    if failed := _failed_fits([(study, name) for name in names], config):
+    if failed := _failed_fits([(study, name) for name in _instances(names)], config):
         return failed
     replicates = replicates_of(study, config)
-    return [_over_replicates(replicates, name, metric, config)
+    return [_paired_sum([_over_replicates(replicates, one, metric, config)
+                         for one in _instances([name])])
             for name, metric in zip(names, metrics, strict=True)]
+
+
+def _paired_sum(estimates: list[Estimate]) -> Estimate:
+    """A ``sum_over`` side: the sum of its instances' estimates replicate by replicate (or
+    target by target, or draw by draw), as a paired difference subtracts them; one alone as
+    it is."""
+    if len(estimates) == 1:
+        return estimates[0]
+    # a - (-b) is the paired a + b, with the pairing checks of a difference
+    negated = [Estimate(-e.value, -e.draws, e.method, e.resolvable) for e in estimates[1:]]
+    return reduce(operator.sub, negated, estimates[0])
 
 
 def _pooled_rows(claim: Claim, config: dict[str, Any], studies: list[str]
