@@ -47,10 +47,12 @@ binomial interval over one model's non-members shows).
 
 A TPR at FPR ``a`` rests on the ``a · n`` non-members above the threshold. With fewer than
 :data:`MIN_EXCEEDANCES` of them (``n < 10 / a``) the number is not reported
-(:func:`resolvable`): at ``n = 2,000`` a TPR@0.1% would be decided by two samples. Any metric
-needs at least :data:`MIN_PER_CLASS` members and non-members per target, below which a
-percentile bootstrap is not trustworthy. A decision calibrated at level ``a`` (Algorithm 3)
-calls about ``(1 - a) n`` non-members, so its precision takes the same rule at FPR ``1 - a``.
+(:func:`resolvable`): at ``n = 2,000`` a TPR@0.1% would be decided by two samples (an
+ordering of two attacks over independent runs may still pool them:
+:func:`pooled_exceedances`). Any metric needs at least :data:`MIN_PER_CLASS` members and
+non-members per target, below which a percentile bootstrap is not trustworthy. A decision
+calibrated at level ``a`` (Algorithm 3) calls about ``(1 - a) n`` non-members, so its
+precision takes the same rule at FPR ``1 - a``.
 
 Replicates are computed on sorted scores with cumulative weights, vectorised over replicates,
 with the same conventions as :mod:`miarepro.metrics` (conservative TPR@FPR, ties count half in
@@ -78,6 +80,9 @@ N_NULL = 10_000
 LEVEL = 0.95
 MIN_TARGETS = 3
 MIN_EXCEEDANCES = 10
+#: below this many a run, a threshold placed at ``a · n`` exceedances sits at an FPR of more
+#: than half again ``a`` (about ``(a · n + 1) / n``): such runs are not pooled
+MIN_RUN_EXCEEDANCES = 2
 MIN_PER_CLASS = 20
 _BLOCK = 100  # replicates per vectorised block: bounds memory at ~100 x audit size
 _FPR_METRIC = re.compile(r"^(tpr|precision|fpr)@([0-9.]+)%$")
@@ -91,16 +96,23 @@ def metric_fpr(metric: str) -> float | None:
     return float(match.group(2)) / 100 if match else None
 
 
-def resolvable(metric: str, n_members: int, n_nonmembers: int) -> bool:
-    """Whether an audit of this size can report ``metric`` (see module docstring). A
-    calibrated decision's precision (``precision@cal99``) rests on its false positives as a
-    precision at FPR ``1 - a`` does: Algorithm 3 calls about that share of the non-members."""
+def exceedances(metric: str, n_members: int, n_nonmembers: int) -> float:
+    """The non-members above the threshold ``metric`` rests on in one audit of this size:
+    ``n · a`` at FPR ``a`` (inf for a metric without one), 0 where the audit has fewer than
+    :data:`MIN_PER_CLASS` members or non-members. A calibrated decision's precision
+    (``precision@cal99``) rests on its false positives as a precision at FPR ``1 - a`` does:
+    Algorithm 3 calls about that share of the non-members."""
     if min(n_members, n_nonmembers) < MIN_PER_CLASS:
-        return False
+        return 0.0
     fpr = metric_fpr(metric)
     if metric.startswith("precision@cal"):
         fpr = 1 - float(metric.removeprefix("precision@cal")) / 100
-    return fpr is None or n_nonmembers * fpr >= MIN_EXCEEDANCES - 1e-9
+    return np.inf if fpr is None else n_nonmembers * fpr + 1e-9
+
+
+def resolvable(metric: str, n_members: int, n_nonmembers: int) -> bool:
+    """Whether an audit of this size can report ``metric`` (see module docstring)."""
+    return exceedances(metric, n_members, n_nonmembers) >= MIN_EXCEEDANCES
 
 
 #: papers that print AUC in percent (Subpop's Table 2); the others print it as a fraction
@@ -344,6 +356,11 @@ class Estimate:
     #: makes the draws of the same mean had the attack no signal (:func:`null_draws`), where
     #: known: once, when a chance test asks for them (:attr:`null`), which few estimates meet
     chance: Callable[[], np.ndarray] | None = field(default=None, compare=False, repr=False)
+    #: the non-members above the metric's threshold, summed over the independent runs the
+    #: value is a mean of (targets that are repetitions, replicates), where each run has
+    #: :data:`MIN_RUN_EXCEEDANCES` or more; 0 where one has fewer or it is unknown
+    #: (:func:`pooled_exceedances`)
+    exceedances: float = 0.0
 
     @functools.cached_property
     def null(self) -> np.ndarray | None:
@@ -389,7 +406,8 @@ class Estimate:
         with np.errstate(divide="ignore", invalid="ignore"):
             return Estimate(float(combine(self.value, other.value)),
                             combine(self.draws, other.draws), self.method,
-                            self.resolvable and other.resolvable)
+                            self.resolvable and other.resolvable,
+                            exceedances=min(self.exceedances, other.exceedances))
 
     def __sub__(self, other: Estimate) -> Estimate:
         """Paired difference: both estimates must come from the same targets or replicates."""
@@ -410,7 +428,8 @@ class Estimate:
             return paired
         with np.errstate(divide="ignore", invalid="ignore"):
             draws = paired.value + (self.draws - paired.value * other.draws) / other.value
-        return Estimate(paired.value, draws, self.method, paired.resolvable)
+        return Estimate(paired.value, draws, self.method, paired.resolvable,
+                        exceedances=paired.exceedances)
 
 
 def difference_across_studies(a: Estimate, b: Estimate, *, paired: bool = False) -> Estimate:
@@ -494,7 +513,24 @@ def over_replicates(estimates: Sequence[Estimate]) -> Estimate:
     known = all(estimate.chance is not None for estimate in estimates)
     return Estimate(float(values.mean()), values, "replicates",
                     all(estimate.resolvable for estimate in estimates),
-                    functools.partial(_mean_of_nulls, estimates) if known else None)
+                    functools.partial(_mean_of_nulls, estimates) if known else None,
+                    pooled_exceedances([e.exceedances for e in estimates]))
+
+
+def pooled_exceedances(runs: Sequence[float]) -> float:
+    """The non-members above threshold of independent runs together, where each run has
+    :data:`MIN_RUN_EXCEEDANCES` or more, else 0.
+
+    An ordering of two attacks over such runs is judged on them pooled
+    (:func:`miarepro.artifacts.claims.pooled_comparison`): the threshold each run places at
+    ``a · n`` exceedances sits at an FPR of about ``(a · n + 1) / n``, above ``a`` when they
+    are few, which raises both attacks' TPRs, so that the sign of their paired difference is
+    decided about as reliably as with many. Simulated (two correlated Gaussian attacks at
+    TPR@0.1%, 10 runs of 2 to 5 exceedances each): equal attacks told apart in 4 to 7% of
+    studies at the 95% level, unequal ones never in the wrong order, the true difference
+    inside the interval in 92 to 95%; one attack's own value is not (its interval covered
+    its TPR@0.1% in 73% at 2 a run): the tables keep "n/r" for those."""
+    return float(sum(runs)) if runs and min(runs) >= MIN_RUN_EXCEEDANCES else 0.0
 
 
 def _mean_of_nulls(estimates: Sequence[Estimate]) -> np.ndarray:
@@ -570,7 +606,9 @@ def estimates(table: pd.DataFrame) -> dict[str, Estimate]:
             draws, method = boot[name].to_numpy(float), "bootstrap"
         chance = (functools.partial(_mean_null, name, rows)
                   if chance_level(name) is not None else None)
-        result[name] = Estimate(value, draws, method, resolvable(name, n_in, n_out), chance)
+        result[name] = Estimate(value, draws, method, resolvable(name, n_in, n_out), chance,
+                                pooled_exceedances([exceedances(name, n_in, n_out)]
+                                                   * len(points)))
     return result
 
 

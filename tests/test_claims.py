@@ -444,6 +444,42 @@ def test_a_predicted_row_shows_the_predicted_better_side_first(monkeypatch):
     assert row()["ours"].startswith("lira: 60.00") and "does not order them" in row()["ours"]
 
 
+def _pooled_study(rng, shift_b: float, runs: int = 10) -> tuple[Estimate, Estimate]:
+    """Two attacks' TPR@0.1% over ``runs`` repetitions of 500 members and 2,000 non-members
+    (2 above the threshold a run), their scores correlated as two attacks' on one model are."""
+    member = np.repeat([True, False], [500, 2000])
+    frames = {"a": [], "b": []}
+    for target in range(runs):
+        shared = rng.normal(size=member.size)
+        for name, shift in (("a", 1.5), ("b", shift_b)):
+            score = 0.7 * shared + 0.71 * rng.normal(size=member.size) + shift * member
+            frames[name].append(pd.DataFrame({"sample": np.arange(member.size),
+                                              "target": target, "member": member,
+                                              "score": score}))
+    return tuple(uncertainty.estimates(uncertainty.metric_table(
+        pd.concat(frames[name]), (0.001,), seed=0))["tpr@0.1%"] for name in "ab")
+
+
+def test_an_ordering_pooled_over_runs_decides_the_sign_at_its_level():
+    """An ordering at TPR@0.1% whose runs each hold 2 non-members above the threshold is
+    judged pooled over 10 runs: two equal attacks are told apart in about 5% of studies, the
+    interval's level, and two unequal ones never in the wrong order (the small-audit bias
+    raises both TPRs alike). A bound on one attack stays not resolvable."""
+    rng = np.random.default_rng(0)
+    ordering = claim("greater", metric="tpr@0.1%")
+    equal = [cl.verdict(ordering, *cl.pooled_comparison(ordering, list(_pooled_study(
+        rng, 1.5)))[0])[0] for _ in range(100)]
+    assert "not resolvable" not in equal
+    assert 0.0 < np.mean([word != "inconclusive" for word in equal]) < 0.11
+    apart = [cl.verdict(ordering, *cl.pooled_comparison(ordering, list(_pooled_study(
+        rng, 1.0)))[0])[0] for _ in range(20)]
+    assert "fails" not in apart and apart.count("holds") > 15
+    sides = list(_pooled_study(rng, 1.0, runs=3))  # 6 pooled: fewer than 10
+    assert cl.pooled_comparison(ordering, sides) == (sides, "")
+    bound = claim("at_least", value=1.0, metric="tpr@0.1%")
+    assert cl.pooled_comparison(bound, sides[:1]) == (sides[:1], "")
+
+
 def test_regime_says_within_2x_only_where_both_values_exist():
     """A study without a baseline attack (NaN in the frame, as pandas fills it) shows dashes,
     never "yes"; one with both values says yes or no per metric, and for its generalisation

@@ -264,6 +264,22 @@ def test_unresolvable_metrics_are_marked():
     assert estimates["tpr@10%"].resolvable and not estimates["tpr@1%"].resolvable
 
 
+def test_runs_pool_their_exceedances_where_each_has_enough():
+    """TPR@0.1% on 2,000 non-members rests on 2 of them above the threshold: n/r in one run,
+    its 4 repetitions pooling 8, and 3 replicates of those 24; a run with fewer than 2 pools
+    nothing, and a metric without an FPR needs no pooling."""
+    table = u.metric_table(scores_frame(4, n=4000), (0.001,), seed=0)
+    tpr = u.estimates(table)["tpr@0.1%"]
+    assert not tpr.resolvable and tpr.method == "targets"
+    assert tpr.exceedances == pytest.approx(8.0)
+    assert u.over_replicates([tpr, tpr, tpr]).exceedances == pytest.approx(24.0)
+    assert (tpr - tpr).exceedances == pytest.approx(8.0)  # a pair: its fewer
+    few = u.estimates(u.metric_table(scores_frame(4, n=2000), (0.001,), seed=0))["tpr@0.1%"]
+    assert few.exceedances == 0.0  # 1 a run
+    assert u.over_replicates([tpr, few]).exceedances == 0.0
+    assert u.estimates(table)["auc"].exceedances == np.inf
+
+
 def test_paired_difference_needs_the_same_resampling():
     a = u.Estimate(0.5, np.array([0.4, 0.5, 0.6]), "targets")
     b = u.Estimate(0.3, np.array([0.3, 0.3, 0.3]), "targets")

@@ -556,6 +556,35 @@ def predicted_verdict(claim: Claim, a: Estimate, b: Estimate, loss_a: Estimate,
     return outcome, quantity, first
 
 
+#: kinds that order two attacks by a paired difference: its sign is what they decide
+ORDERINGS = ("greater", "matched_best", "predicted")
+
+
+def pooled_comparison(claim: Claim, sides: list[Estimate]) -> tuple[list[Estimate], str]:
+    """The sides of an ordering at a low FPR that one run's audit cannot resolve (TPR@0.1% on
+    5,000 non-members: 5 above the threshold, where a value needs 10), made resolvable where
+    every side is a mean over independent runs (targets that are repetitions, replicates)
+    with :data:`~miarepro.uncertainty.MIN_RUN_EXCEEDANCES` non-members or more above the
+    threshold in each and :data:`~miarepro.uncertainty.MIN_EXCEEDANCES` pooled over them
+    (:func:`miarepro.uncertainty.pooled_exceedances` says why the order is then decided
+    reliably); with a note saying so. Parities and bounds, whose tolerance the small-audit
+    bias could cross, and calibrated decisions, whose threshold is not set on the audit,
+    stay as they are."""
+    metrics = claim.side_metrics(len(sides))
+    if (claim.kind not in ORDERINGS or all(side.resolvable for side in sides)
+            or any(side.method not in ("targets", "replicates") for side in sides)
+            or not all(metric.startswith(("tpr@", "precision@"))
+                       and uncertainty.metric_fpr(metric) is not None for metric in metrics)):
+        return sides, ""
+    pooled = min(side.exceedances for side in sides)
+    if pooled < uncertainty.MIN_EXCEEDANCES:
+        return sides, ""
+    return [replace(side, resolvable=True) for side in sides], (
+        f"; ordered over the runs pooled: {pooled:.0f} non-members above the threshold "
+        f"together, fewer than {uncertainty.MIN_EXCEEDANCES} in each run (whose own values "
+        "the tables leave n/r)")
+
+
 #: what the claims read of each artifact's settings: the paper dataset and default setting a
 #: table maps its studies to (:func:`stands_for`, :func:`find_attack`), and its builder and
 #: studies, which decide the artifact a row links (:func:`showing_artifact`)
@@ -732,6 +761,7 @@ def _study_row(claim: Claim, study: str, sides: tuple, config: dict[str, Any]
     if isinstance(estimates, str):  # it names what it needs: the claim's own artifact
         return {**row, "verdict": "not run", "ours": estimates}
     row = _shown_in(row, showing_artifact(claim, [study], config))
+    estimates, pooled = pooled_comparison(claim, estimates)
     note, rivals, shown = "", 1, names
     if claim.kind == "matched_best":
         rivals = len(names) - 1
@@ -761,7 +791,7 @@ def _study_row(claim: Claim, study: str, sides: tuple, config: dict[str, Any]
     return {**row, "verdict": outcome, "replicates": independent_runs(study, config),
             "ours": _describe(claim, estimates, estimates[0] - estimates[1]
                               if quantity is None else quantity, labels) + note
-                    + _subset(study_config, names),
+                    + _subset(study_config, names) + pooled,
             **({} if quantity is None else
                _quantity_columns(claim, study, outcome, quantity, rivals))}
 
