@@ -188,8 +188,11 @@ def predicted(first: pd.DataFrame, second: pd.DataFrame, draws: int = 1000,
     both = first.merge(second, on=key, suffixes=("_1", "_2"))
     bounds = both[["quantity_1", "quantity_low_1", "quantity_high_1", "quantity_2",
                    "quantity_low_2", "quantity_high_2"]]
+    # a predicted order's interval is of the side its losses predict better, which two runs
+    # may name differently, and none where they predict nothing: such rows are not drawn
+    predicted = both["claim"].map(lambda claim: claims[claim].kind == "predicted")
     both = both[both["verdict_1"].isin(TESTABLE) & both["verdict_2"].isin(TESTABLE)
-                & (both["replicates_1"] >= 2) & np.isfinite(bounds).all(axis=1)]
+                & (both["replicates_1"] >= 2) & np.isfinite(bounds).all(axis=1) & ~predicted]
     rng = np.random.default_rng(seed)
     rows = []
     for row in both.itertuples(index=False):
@@ -320,7 +323,8 @@ def allocation_lines(both: pd.DataFrame, curves: pd.DataFrame, minutes: dict[str
                for label, budget in (("reallocated at the configured cost", configured),
                                      ("reallocated at twice it", 2 * configured)))]
     lines = ["", "The same rows at other replicate counts (rows testable in both runs drawn "
-             f"anew at their study's count, {len(both) - len(curves)} others as they are; "
+             f"anew at their study's count, {len(both) - len(curves)} others, those and "
+             "predicted orders, as they are; "
              "in-job minutes at the first run's price of a replicate; a study that uses "
              "another's models moves with it; "
              f"{sum(unit_of[s] in fixed for s in unit_of)} studies keep their counts: those "
@@ -400,7 +404,8 @@ def prediction_lines(both: pd.DataFrame, table: pd.DataFrame,
         hours = (10 - studies["replicates"]).clip(lower=0) * studies["minutes_per_replicate"] / 60
         studies["gain_per_hour_to_10"] = studies["gain_at_10"] / hours.where(hours > 0)
     return ["", "What more replicates would buy (every study at its count or more; rows "
-            f"testable in both runs drawn anew, {fixed} others as they are):", "",
+            f"testable in both runs drawn anew, but predicted orders; {fixed} others as they "
+            "are):", "",
             "| | now | " + " | ".join(f"{c} or more" for c in COUNTS) + " |",
             "|---|---|" + "---|" * len(COUNTS),
             "| verdicts that agree | " + " | ".join(f"{a:.0%}" for a in agree) + " |",

@@ -98,8 +98,9 @@ def metric_fpr(metric: str) -> float | None:
 
 def exceedances(metric: str, n_members: int, n_nonmembers: int) -> float:
     """The non-members above the threshold ``metric`` rests on in one audit of this size:
-    ``n · a`` at FPR ``a`` (inf for a metric without one), 0 where the audit has fewer than
-    :data:`MIN_PER_CLASS` members or non-members. A calibrated decision's precision
+    ``floor(n · a)`` at FPR ``a``, as the conservative threshold admits them (inf for a metric
+    without an FPR), 0 where the audit has fewer than :data:`MIN_PER_CLASS` members or
+    non-members. A calibrated decision's precision
     (``precision@cal99``) rests on its false positives as a precision at FPR ``1 - a`` does:
     Algorithm 3 calls about that share of the non-members."""
     if min(n_members, n_nonmembers) < MIN_PER_CLASS:
@@ -107,7 +108,7 @@ def exceedances(metric: str, n_members: int, n_nonmembers: int) -> float:
     fpr = metric_fpr(metric)
     if metric.startswith("precision@cal"):
         fpr = 1 - float(metric.removeprefix("precision@cal")) / 100
-    return np.inf if fpr is None else n_nonmembers * fpr + 1e-9
+    return np.inf if fpr is None else float(np.floor(n_nonmembers * fpr + 1e-9))
 
 
 def resolvable(metric: str, n_members: int, n_nonmembers: int) -> bool:

@@ -408,6 +408,8 @@ def test_a_predicted_order_at_chance_or_unresolvable_says_so():
     unordered = estimate(0.15, 0.005)
     assert cl.predicted_verdict(premise, at_chance, at_chance, unordered, unordered)[0] == (
         "no signal")
+    # a prediction, but precision at chance on both sides: nothing to test it on
+    assert cl.predicted_verdict(premise, at_chance, at_chance, lower, higher)[0] == "no signal"
     blind = Estimate(0.14, np.full(1001, np.nan), "bootstrap", resolvable=False)
     assert cl.predicted_verdict(premise, estimate(0.9, 0.01), estimate(0.6, 0.01), blind,
                                 higher)[0] == "not resolvable"
@@ -467,17 +469,53 @@ def test_an_ordering_pooled_over_runs_decides_the_sign_at_its_level():
     raises both TPRs alike). A bound on one attack stays not resolvable."""
     rng = np.random.default_rng(0)
     ordering = claim("greater", metric="tpr@0.1%")
-    equal = [cl.verdict(ordering, *cl.pooled_comparison(ordering, list(_pooled_study(
-        rng, 1.5)))[0])[0] for _ in range(100)]
+    equal = [cl.verdict(ordering, *_pooled_study(rng, 1.5))[0] for _ in range(100)]
     assert "not resolvable" not in equal
     assert 0.0 < np.mean([word != "inconclusive" for word in equal]) < 0.11
-    apart = [cl.verdict(ordering, *cl.pooled_comparison(ordering, list(_pooled_study(
-        rng, 1.0)))[0])[0] for _ in range(20)]
+    apart = [cl.verdict(ordering, *_pooled_study(rng, 1.0))[0] for _ in range(20)]
     assert "fails" not in apart and apart.count("holds") > 15
-    sides = list(_pooled_study(rng, 1.0, runs=3))  # 6 pooled: fewer than 10
-    assert cl.pooled_comparison(ordering, sides) == (sides, "")
+    ten = _pooled_study(rng, 1.0)
+    assert not any(side.resolvable for side in ten)  # each attack's own value stays n/r
+    assert cl.verdict(ordering, *_pooled_study(rng, 1.0, runs=3))[0] == "not resolvable"  # 6
     bound = claim("at_least", value=1.0, metric="tpr@0.1%")
-    assert cl.pooled_comparison(bound, sides[:1]) == (sides[:1], "")
+    assert cl.verdict(bound, ten[0])[0] == "not resolvable"  # a bound is not pooled
+
+
+@pytest.mark.parametrize(("kind", "metric", "method", "pooled"), [
+    ("greater", "tpr@0.1%", "targets", True),
+    ("greater", "precision@0.1%", "replicates", True),
+    ("greater", "tpr@0.1%", "bootstrap", False),  # one realisation's records: no runs
+    ("greater", "precision@cal99", "targets", False),  # its threshold is not set on the audit
+    ("not_below", "tpr@0.1%", "targets", False),  # a tolerance the bias could cross
+])
+def test_only_orderings_at_an_fpr_over_runs_are_pooled(kind, metric, method, pooled):
+    draws = np.linspace(0.01, 0.03, 10)
+    side = Estimate(0.02, draws, method, resolvable=False, exceedances=20.0)
+    other = Estimate(0.01, draws - 0.01, method, resolvable=False, exceedances=30.0)
+    value = 1.0 if kind == "not_below" else None
+    judged = claim(kind, value=value, metric=metric)
+    assert cl.pooled_comparison(judged, side - other).resolvable is pooled
+    assert cl.pooled_comparison(judged, replace(side - other, exceedances=9.0)).resolvable is (
+        False)
+
+
+def test_a_pooled_row_shows_each_side_unresolved_and_says_why(monkeypatch):
+    from miarepro.artifacts import results
+
+    rng = np.random.default_rng(1)
+    sides = dict(zip(("bmia", "attack-p"), _pooled_study(rng, 0.5), strict=True))
+    monkeypatch.setattr(results, "attack_estimates",
+                        lambda _results, _study, attack: {"tpr@0.1%": sides[attack]})
+    config = {"artifacts": {}, "studies": {"p": {
+        "paper": "bmia", "paper_dataset": "purchase100", "targets": 10, "attacks": {
+            "bmia": {"attack": "bmia", "paper_attack": "bmia", "paper_setting": "n=1"},
+            "attack-p": {"attack": "marginal", "paper_attack": "attack_p"}}}}}
+    c32 = next(c for c in cl.load_claims("bmia") if c.id == "BMIA-C32")
+    row = cl._study_row(c32, "p", cl._sides(c32, "p", config), config)
+    assert row["verdict"] == "holds"
+    assert row["ours"].startswith("bmia: n/r vs attack-p: n/r; difference ")
+    assert row["ours"].endswith("ordered over the runs pooled: 20 non-members above the "
+                                "threshold together, fewer than 10 in each run")
 
 
 def test_regime_says_within_2x_only_where_both_values_exist():

@@ -273,10 +273,14 @@ def test_runs_pool_their_exceedances_where_each_has_enough():
     assert not tpr.resolvable and tpr.method == "targets"
     assert tpr.exceedances == pytest.approx(8.0)
     assert u.over_replicates([tpr, tpr, tpr]).exceedances == pytest.approx(24.0)
-    assert (tpr - tpr).exceedances == pytest.approx(8.0)  # a pair: its fewer
+    more = u.estimates(u.metric_table(scores_frame(4, n=6000), (0.001,), seed=0))["tpr@0.1%"]
     few = u.estimates(u.metric_table(scores_frame(4, n=2000), (0.001,), seed=0))["tpr@0.1%"]
-    assert few.exceedances == 0.0  # 1 a run
+    assert more.exceedances == pytest.approx(12.0) and few.exceedances == 0.0  # 1 a run
+    assert (tpr - more).exceedances == pytest.approx(8.0)  # a pair: its fewer
+    assert (more - few).exceedances == 0.0
     assert u.over_replicates([tpr, few]).exceedances == 0.0
+    # the conservative threshold admits floor(n a) of them: 2,999 non-members hold 2
+    assert u.exceedances("tpr@0.1%", 500, 2999) == 2.0
     assert u.estimates(table)["auc"].exceedances == np.inf
 
 

@@ -199,10 +199,14 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
             if kind == "predicted" and "metric" in (entry.get(side) or {}):
                 raise ValueError(f"{where}: {side}: kind 'predicted' reads both sides at its "
                                  "metric and its predictor: no side metric")
-            if "sum_over" in (entry.get(side) or {}) and (
-                    "setting" in entry[side] or kind in (*TRENDS, "matched_best")):
+            spec = entry.get(side) or {}
+            if "sum_over" in spec and (
+                    "setting" in spec or kind not in ("greater", "close", "not_below")
+                    or uncertainty.chance_level(spec.get("metric", entry.get("metric"))) != 0):
                 raise ValueError(f"{where}: {side}: sum_over sums the attack over its settings: "
-                                 "it takes no 'setting', and is for a comparison of two sides")
+                                 "it takes no 'setting', compares two sides (greater, close, "
+                                 "not_below) and sums a metric whose chance level is 0 "
+                                 "(advantage), which a sum keeps")
         architectures = entry.get("architectures", [])
         if not isinstance(architectures, list):
             raise ValueError(f"{where}: architectures: a list of architectures, such as [lenet]")
@@ -316,7 +320,7 @@ def compared(claim: Claim, a: Estimate, b: Estimate | None = None, *, paired: bo
         high, low = (a, b) if claim.kind == "increases" else (b, a)
         return uncertainty.difference_across_studies(high, low, paired=paired)
     if claim.kind in ("greater", "matched_best", "close", "not_below"):
-        return a - b
+        return pooled_comparison(claim, a - b)
     if claim.kind.startswith("ratio"):
         return a.ratio(b)
     return a
@@ -386,10 +390,10 @@ def replication(claim: Claim, study: str, outcome: str, quantity: Estimate,
     rivals, it fails at their Bonferroni level, as :func:`matched_best_verdict` decides
     (``quantity`` is the difference from the rival the row is decided against). A verdict
     whose interval ends near the claimed boundary gets about one half, whatever the
-    replicate count. Only the interval is
-    redrawn: whether a rerun's attacks stay distinguishable from chance ("no signal") is not
-    modelled. The stability benchmark compares this column with the agreement a second run
-    shows.
+    replicate count. Only the interval is redrawn: whether a rerun's attacks stay
+    distinguishable from chance ("no signal") is not modelled, nor, for a predicted order,
+    whether a rerun's losses predict the same order. The stability benchmark compares this
+    column with the agreement a second run shows.
     """
     if (outcome not in ("holds", "fails", "inconclusive")
             or quantity.method not in ("replicates", "targets", "welch")):
@@ -560,29 +564,34 @@ def predicted_verdict(claim: Claim, a: Estimate, b: Estimate, loss_a: Estimate,
 ORDERINGS = ("greater", "matched_best", "predicted")
 
 
-def pooled_comparison(claim: Claim, sides: list[Estimate]) -> tuple[list[Estimate], str]:
-    """The sides of an ordering at a low FPR that one run's audit cannot resolve (TPR@0.1% on
-    5,000 non-members: 5 above the threshold, where a value needs 10), made resolvable where
-    every side is a mean over independent runs (targets that are repetitions, replicates)
-    with :data:`~miarepro.uncertainty.MIN_RUN_EXCEEDANCES` non-members or more above the
-    threshold in each and :data:`~miarepro.uncertainty.MIN_EXCEEDANCES` pooled over them
-    (:func:`miarepro.uncertainty.pooled_exceedances` says why the order is then decided
-    reliably); with a note saying so. Parities and bounds, whose tolerance the small-audit
-    bias could cross, and calibrated decisions, whose threshold is not set on the audit,
-    stay as they are."""
-    metrics = claim.side_metrics(len(sides))
-    if (claim.kind not in ORDERINGS or all(side.resolvable for side in sides)
-            or any(side.method not in ("targets", "replicates") for side in sides)
+def pooled_comparison(claim: Claim, difference: Estimate) -> Estimate:
+    """The paired difference of an ordering at a low FPR that one run's audit cannot resolve
+    (TPR@0.1% on 5,000 non-members: 5 above the threshold, where a value needs 10), made
+    resolvable where both sides are means over independent runs (targets that are
+    repetitions, replicates) with :data:`~miarepro.uncertainty.MIN_RUN_EXCEEDANCES`
+    non-members or more above the threshold in each and
+    :data:`~miarepro.uncertainty.MIN_EXCEEDANCES` pooled over them
+    (:func:`miarepro.uncertainty.pooled_exceedances` says why its sign is then decided
+    reliably); each side's own value stays n/r. Parities and bounds, whose tolerance the
+    small-audit bias could cross, and calibrated decisions, whose threshold is not set on the
+    audit, stay as they are."""
+    if (claim.kind not in ORDERINGS or difference.resolvable
+            or difference.method not in ("targets", "replicates")
+            or difference.exceedances < uncertainty.MIN_EXCEEDANCES
             or not all(metric.startswith(("tpr@", "precision@"))
-                       and uncertainty.metric_fpr(metric) is not None for metric in metrics)):
-        return sides, ""
-    pooled = min(side.exceedances for side in sides)
-    if pooled < uncertainty.MIN_EXCEEDANCES:
-        return sides, ""
-    return [replace(side, resolvable=True) for side in sides], (
-        f"; ordered over the runs pooled: {pooled:.0f} non-members above the threshold "
-        f"together, fewer than {uncertainty.MIN_EXCEEDANCES} in each run (whose own values "
-        "the tables leave n/r)")
+                       and uncertainty.metric_fpr(metric) is not None
+                       for metric in claim.side_metrics())):
+        return difference
+    return replace(difference, resolvable=True)
+
+
+def _pooled_note(quantity: Estimate | None, sides: list[Estimate]) -> str:
+    """Where a row's difference is resolved only pooled over its runs
+    (:func:`pooled_comparison`), says so."""
+    if quantity is None or not quantity.resolvable or all(side.resolvable for side in sides):
+        return ""
+    return (f"; ordered over the runs pooled: {quantity.exceedances:.0f} non-members above "
+            f"the threshold together, fewer than {uncertainty.MIN_EXCEEDANCES} in each run")
 
 
 #: what the claims read of each artifact's settings: the paper dataset and default setting a
@@ -761,7 +770,6 @@ def _study_row(claim: Claim, study: str, sides: tuple, config: dict[str, Any]
     if isinstance(estimates, str):  # it names what it needs: the claim's own artifact
         return {**row, "verdict": "not run", "ours": estimates}
     row = _shown_in(row, showing_artifact(claim, [study], config))
-    estimates, pooled = pooled_comparison(claim, estimates)
     note, rivals, shown = "", 1, names
     if claim.kind == "matched_best":
         rivals = len(names) - 1
@@ -779,6 +787,7 @@ def _study_row(claim: Claim, study: str, sides: tuple, config: dict[str, Any]
             _side_label(study_config, name) for name in names])
         if first is False:  # the difference shown is the side predicted better's
             estimates, shown = estimates[::-1], shown[::-1]
+            row = {**row, "paper_a": row["paper_b"], "paper_b": row["paper_a"]}
     else:
         outcome, quantity = verdict(claim, *estimates)
         if outcome == "no signal":
@@ -791,7 +800,7 @@ def _study_row(claim: Claim, study: str, sides: tuple, config: dict[str, Any]
     return {**row, "verdict": outcome, "replicates": independent_runs(study, config),
             "ours": _describe(claim, estimates, estimates[0] - estimates[1]
                               if quantity is None else quantity, labels) + note
-                    + _subset(study_config, names) + pooled,
+                    + _subset(study_config, names) + _pooled_note(quantity, estimates),
             **({} if quantity is None else
                _quantity_columns(claim, study, outcome, quantity, rivals))}
 
@@ -1157,7 +1166,8 @@ VERDICT_TEXT = (
     "**holds**: the 95% interval of the compared quantity (paired across the two attacks; "
     "over the study's replicates where it has several) "
     "lies wholly on the claimed side; **fails**: wholly on the other side; **inconclusive**: it "
-    "straddles; **not resolvable**: the audit cannot resolve the metric (n/r); **no signal**: "
+    "straddles (or, for an order a loss predicts, the losses give none); **not resolvable**: "
+    "the audit cannot resolve the metric (n/r); **no signal**: "
     "every attack the claim compares is indistinguishable from chance (its value lies within "
     "what an attack without signal gets on the same audited records, pooled over replicates) "
     "and the paired "
