@@ -258,9 +258,9 @@ def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> N
 
 
 def _check_paper_keys(where: str, study: dict[str, Any]) -> None:
-    """``paper_dataset``, ``paper_attack`` and ``paper_setting`` must name what the paper prints
-    (``paper_values.csv``) or plots (``paper_keys.yaml``): a typo would blank the paper column
-    and turn the claims that read it into "not run"."""
+    """``paper_dataset``, ``paper_attack``, ``paper_setting`` and ``paper_model`` must name what
+    the paper prints (``paper_values.csv``) or plots (``paper_keys.yaml``): a typo would blank
+    the paper column and turn the claims that read it into "not run"."""
     from miarepro.artifacts.catalog import paper_keys
 
     paper = study["paper"]
@@ -269,6 +269,9 @@ def _check_paper_keys(where: str, study: dict[str, Any]) -> None:
     if "paper_dataset" in study and study["paper_dataset"] not in keys.datasets:
         raise _fail(f"{where}.paper_dataset", unknown("dataset", study["paper_dataset"],
                                                       keys.datasets, owner))
+    if "paper_model" in study and study["paper_model"] not in keys.models:
+        raise _fail(f"{where}.paper_model", unknown("model", study["paper_model"], keys.models,
+                                                    owner))
     for name, entry in study["attacks"].items():
         at = f"{where}.attacks.{name}"
         if "paper_setting" in entry and "paper_attack" not in entry:

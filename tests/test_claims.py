@@ -269,6 +269,21 @@ def test_a_ratio_of_attacks_at_chance_is_no_signal_unless_it_excludes_one():
      "datasets: [mnist]}", "C: b: sum_over sums the attack over its settings"),
     ("- {id: C, artifact: QMIA-T6, statement: s, metric: precision@1%, kind: predicted, "
      "a: {attack: qmia}, b: {attack: marginal}, datasets: [cifar10]}", "needs a 'predictor'"),
+    # what would otherwise crash the claims job at a run's end, or read "not run" forever
+    ("- {id: C, artifact: BMIA-T1, metric: auc, kind: greater, a: {attack: bmia}, "
+     "b: {attack: attack_p}, datasets: [purchase100]}", r"C: missing key\(s\) \['statement'\]"),
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: at_least, a: {attack: bmia}, "
+     "value: '0.75', datasets: [purchase100]}", "C: value: a number, got '0.75'"),
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: aucc, kind: greater, a: {attack: bmia}, "
+     "b: {attack: attack_p}, datasets: [purchase100]}", "C: metric 'aucc' is none"),
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: tpr@1 %, kind: greater, "
+     "a: {attack: bmia}, b: {attack: attack_p}, datasets: [purchase100]}", "metric 'tpr@1 %'"),
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: greater, a: {attack: bmia}, "
+     "b: {attack: attack_p}, datasets: purchase100}", "C: datasets: a list"),
+    ("- {id: C, artifact: BMIA-T1, statement: s, metric: auc, kind: greater, a: {attack: bmia}, "
+     "b: {attack: attack_p}, datasets: [purchase100]}\n"
+     "- {id: C, artifact: BMIA-T1, statement: t, metric: auc, kind: greater, a: {attack: bmia}, "
+     "b: {attack: attack_p}, datasets: [purchase100]}", "C: a second claim with this id"),
     ("- {id: C, artifact: QMIA-T6, statement: s, metric: precision@1%, kind: greater, "
      "predictor: pinball@1%, a: {attack: qmia}, b: {attack: marginal}, datasets: [cifar10]}",
      "takes no 'predictor'"),

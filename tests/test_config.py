@@ -252,6 +252,12 @@ PROBES = [
      ["split.references_train_on", "(shadow)", "never train on"]),
     (lambda c: bmia(c)["split"].update(references_train_on=["target_test"]),
      ["studies.bmia-purchase.split.references_train_on.0", "target_test"]),
+    # a repeated FPR would name two metrics columns alike, failing every score job at the end
+    (lambda c: c["metrics"].update(fprs=[0.01, 0.1, 0.01]), ["metrics.fprs", "non-unique"]),
+    (lambda c: c["studies"]["qmia-mnist-mlp1"].update(paper_model="resnet-10"),
+     ["studies.qmia-mnist-mlp1.paper_model", "unknown model 'resnet-10'", "resnet10"]),
+    (lambda c: c["datasets"].update({"tiny gauss": {"source": "digits"}}),
+     ["datasets", "'tiny gauss'"]),
 ]
 
 

@@ -192,11 +192,13 @@ def paper_values(artifact: str | None = None) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class PaperKeys:
-    """The names a config or claims file may use for one paper: its datasets, and each
-    attack's settings ("" for the attack without one)."""
+    """The names a config or claims file may use for one paper: its datasets, each attack's
+    settings ("" for the attack without one) and the target models its tables have rows
+    for."""
 
     datasets: frozenset[str]
     settings: dict[str, frozenset[str]]
+    models: frozenset[str] = frozenset()
 
 
 def parse_paper_keys(text: str) -> dict[str, list[dict[str, Any]]]:
@@ -234,9 +236,9 @@ def _paper_series() -> dict[str, list[dict[str, Any]]]:
 
 @cache
 def paper_keys(paper: str) -> PaperKeys:
-    """What ``paper_dataset``, ``paper_attack`` and ``paper_setting`` may name for ``paper``:
-    the cells of ``paper_values.csv`` and the series of ``paper_keys.yaml`` (those of every
-    paper for a ``cross-paper`` study)."""
+    """What ``paper_dataset``, ``paper_attack``, ``paper_setting`` and ``paper_model`` may name
+    for ``paper``: the cells of ``paper_values.csv`` and the series of ``paper_keys.yaml``
+    (those of every paper for a ``cross-paper`` study)."""
     papers = [paper] if paper in PAPERS.values() else list(PAPERS.values())
     values = _values_of(papers)
     datasets = {name for group in values["dataset"] for name in group.split("+") if name}
@@ -248,7 +250,8 @@ def paper_keys(paper: str) -> PaperKeys:
         datasets.update(entry.get("datasets", ()))
         for attack, names in entry.get("attacks", {}).items():
             settings.setdefault(attack, set()).update(names)
-    return PaperKeys(frozenset(datasets), {a: frozenset(s) for a, s in settings.items()})
+    return PaperKeys(frozenset(datasets), {a: frozenset(s) for a, s in settings.items()},
+                     frozenset(model for model in values["model"] if model))
 
 
 def contradictions(artifact: str) -> list[str]:

@@ -59,6 +59,7 @@ so that a reviewer can tell a verdict far from its boundary from one a rerun may
 from __future__ import annotations
 
 import operator
+import re
 import string
 from dataclasses import dataclass, replace
 from functools import cache, reduce
@@ -94,6 +95,12 @@ COMPARISONS = ("greater", "close", "not_below", "ratio_at_least", "ratio_at_most
                "matched_best", "predicted", *TRENDS)
 KEYS = {"id", "artifact", "statement", "metric", "kind", "a", "b", "value", "basis", "datasets",
         "over", "margin", "pooled", "architectures", "predictor"}
+#: keys every claim has
+REQUIRED_KEYS = ("id", "artifact", "statement", "metric", "kind", "a", "datasets")
+#: the metrics a claim can read: a metrics table's columns (a rate at an FPR, a calibrated
+#: decision's) and the costs; a misspelt one would read "not run: needs it measured"
+METRIC = re.compile(r"(auc|(tpr|precision|fpr|pinball)@\d+(\.\d+)?%"
+                    r"|(accuracy|advantage|precision|recall)(@cal\d+)?)")
 #: an attack side names the paper's attack and setting, and may measure it by another metric
 #: than the claim's (Stolen Memories: one attack's calibrated against uncalibrated precision);
 #: ``sum_over: layer`` makes it the sum of the metric over every instance of the attack at a
@@ -151,12 +158,31 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
     from miarepro.models import ARCHITECTURES
     from miarepro.options import unknown
 
-    claims = []
+    claims: list[Claim] = []
     for entry in io.read_yaml(text) or []:
         where = f"claims/{paper}.yaml: {entry.get('id', '?')}"
         strange = sorted(set(entry) - KEYS)
         if strange:
             raise ValueError(f"{where}: unknown key(s) {strange}; known: {sorted(KEYS)}")
+        missing = [key for key in REQUIRED_KEYS if key not in entry]
+        if missing:
+            raise ValueError(f"{where}: missing key(s) {missing}")
+        if any(claim.id == entry["id"] for claim in claims):
+            raise ValueError(f"{where}: a second claim with this id")
+        if not isinstance(entry["datasets"], list):
+            raise ValueError(f"{where}: datasets: a list of the paper's datasets, such as "
+                             "[purchase100]")
+        for key in ("value", "margin"):
+            if key in entry and (isinstance(entry[key], bool)
+                                 or not isinstance(entry[key], int | float)):
+                raise ValueError(f"{where}: {key}: a number, got {entry[key]!r}")
+        for metric in [entry["metric"], entry.get("predictor")] + [
+                (entry.get(side) or {}).get("metric") for side in ("a", "b")]:
+            if metric is not None and metric not in COSTS and not METRIC.fullmatch(
+                    str(metric)):
+                raise ValueError(f"{where}: metric {metric!r} is none a metrics table has "
+                                 "(auc, tpr@1%, precision@0.1%, fpr@1%, pinball@1%, accuracy, "
+                                 f"advantage@cal99, ...) nor a cost {list(COSTS)}")
         kind = entry.get("kind")
         if kind not in KINDS:
             raise ValueError(f"{where}: kind {kind!r}; known: {list(KINDS)}")
@@ -1195,7 +1221,9 @@ def build(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: s
                                                                      fill_value=0)
     lines = ["# Claims", "",
              "Each headline claim of the papers as a checkable statement, evaluated on this run. "
-             + VERDICT_TEXT + " TPR in %.", "", builders.interval_note(config), "",
+             + VERDICT_TEXT + " TPR in %. Each row's command rebuilds its artifact with the "
+             "default config; for a run of another, add its `--configfile` (and `--directory`).",
+             "", builders.interval_note(config), "",
              "| paper | " + " | ".join(VERDICTS) + " |", "|---" * (len(VERDICTS) + 1) + "|",
              *[f"| {paper} | " + " | ".join(str(v) for v in counts) + " |"
                for paper, counts in summary.iterrows()], "", _replication_note(table), "",
