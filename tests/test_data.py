@@ -268,7 +268,50 @@ def test_imagenet_archives_are_verified_and_extracted_by_torchvision(tmp_path, m
 
     monkeypatch.setattr(torchvision.datasets, "ImageNet", extract)
     data = load_dataset({"source": "imagenet", "part": "val", "resolution": 8}, root=tmp_path)
-    assert calls == [(str(folder), "val")] and data.X.shape == (1, 3, 8, 8)
+    assert calls == [(str(folder / ".extracting"), "val")] and data.X.shape == (1, 3, 8, 8)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(  # the archives kept, no scratch
+        ["val", imagenet.ARCHIVES["val"], imagenet.DEVKIT])
+
+
+def test_an_interrupted_extraction_leaves_nothing_that_looks_complete(tmp_path):
+    """CINIC-10's archive extracted in a job killed mid-way leaves no part folder; the next
+    job clears the scratch folder and extracts again, and the images land only when done."""
+    import io
+    import tarfile
+
+    from PIL import Image
+
+    from miarepro.data.cinic import CLASSES
+
+    folder = tmp_path / "cinic10"
+    folder.mkdir()
+    with tarfile.open(folder / "CINIC-10.tar.gz", "w:gz") as tar:
+        for k in range(3):
+            buffer = io.BytesIO()
+            Image.new("RGB", (32, 32)).save(buffer, format="PNG")
+            info = tarfile.TarInfo(f"test/{CLASSES[0]}/n0_{k}.png")
+            info.size = buffer.tell()
+            buffer.seek(0)
+            tar.addfile(info, buffer)
+    real_extractall = tarfile.TarFile.extractall
+
+    def killed(self, path, *args, **kwargs):
+        (Path(path) / "test" / CLASSES[0]).mkdir(parents=True)  # a first image, then killed
+        raise KeyboardInterrupt
+
+    tarfile.TarFile.extractall = killed
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            load_dataset({"source": "cinic10"}, root=tmp_path)
+    finally:
+        tarfile.TarFile.extractall = real_extractall
+    def entries():  # beside the archive and the checksum it is trusted by on first use
+        return sorted(p.name for p in folder.iterdir() if not p.name.startswith("CINIC-10."))
+
+    assert entries() == []
+    (folder / ".extracting" / "test").mkdir(parents=True)  # a scratch folder a kill -9 left
+    assert len(load_dataset({"source": "cinic10"}, root=tmp_path)) == 3
+    assert entries() == ["test"]
 
 
 def test_relabel_odd_even(loaded):

@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 
 from miarepro.data.dataset import Dataset
-from miarepro.data.download import fetch, require_file
+from miarepro.data.download import extracting, fetch, require_file
 
 URL = "https://datashare.ed.ac.uk/bitstream/handle/10283/3192/CINIC-10.tar.gz"
 ARCHIVE = "CINIC-10.tar.gz"
@@ -41,8 +41,8 @@ def cinic10(root: Path, part: Literal["train", "valid", "test"] = "test",
             fetch(URL, archive, sha256=None)
         require_file(archive, how_to_get=f"download {URL} into {folder}, or extract it "
                                          f"there so that {folder / part}/<class>/ exist")
-        with tarfile.open(archive) as tar:
-            tar.extractall(folder, filter="data")
+        with tarfile.open(archive) as tar, extracting(folder) as scratch:
+            tar.extractall(scratch, filter="data")
     files, labels = [], []
     for label, name in enumerate(CLASSES):
         found = sorted(p for p in (folder / part / name).glob("*.png")

@@ -5,15 +5,19 @@ internet and a silent multi-gigabyte download inside a training job is worse tha
 error that names the file to put in place. Downloads go to a hidden partial file in the
 destination folder, resume from it after an interruption, and are renamed only after their
 SHA-256 matched, so an interrupted or tampered download never looks like a usable file.
+Archives are extracted alike (:func:`extracting`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
+import shutil
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,24 @@ _CHUNK = 1 << 20
 
 class DatasetUnavailable(FileNotFoundError):
     """A dataset's files are not on disk (and were not, or could not be, downloaded)."""
+
+
+@contextlib.contextmanager
+def extracting(folder: Path) -> Iterator[Path]:
+    """A scratch folder inside ``folder`` to extract an archive into: what it holds is moved
+    into ``folder`` only once extraction finished, so that a job killed mid-way (a node's time
+    limit) leaves no half-filled image folder that the loaders would read as complete; a
+    scratch folder left by such a job is cleared first."""
+    scratch = folder / ".extracting"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    try:
+        yield scratch
+        for entry in scratch.iterdir():
+            if not (folder / entry.name).exists():
+                os.replace(entry, folder / entry.name)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def sha256_of(path: str | os.PathLike[str]) -> str:

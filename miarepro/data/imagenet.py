@@ -24,7 +24,7 @@ from typing import Annotated, Literal
 import numpy as np
 
 from miarepro.data.dataset import Dataset
-from miarepro.data.download import DatasetUnavailable
+from miarepro.data.download import DatasetUnavailable, extracting
 from miarepro.options import Range
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,10 @@ def _extract(folder: Path, part: str) -> None:
     from torchvision.datasets import ImageNet
 
     log.info("checking the MD5 of %s and extracting them into %s", archives, folder / part)
-    ImageNet(str(folder), split=part)
+    with extracting(folder) as scratch:  # torchvision reads the archives in the folder it fills
+        for path in archives:
+            (scratch / path.name).symlink_to(path.resolve())
+        ImageNet(str(scratch), split=part)
 
 
 def _decode(paths: list[Path], resolution: int) -> np.ndarray:
