@@ -5,9 +5,10 @@ imports does. Every rule therefore carries a ``code`` param: a digest of the pac
 files its step runs, found by reading import statements (module level and inside functions)
 from the step's entry modules on, transitively. Two kinds of module are read differently:
 
-- registries (``miarepro.attacks``): importing one imports every attack family to register
-  it, but a LiRA score job runs ``attacks/lira.py``, not ``attacks/iha.py``; their text
-  counts, their imports do not;
+- registries (``miarepro.attacks``, ``miarepro.data``): importing one imports every attack
+  family or dataset loader to register it, but a LiRA score job runs ``attacks/lira.py``, not
+  ``attacks/iha.py``, and a generated dataset runs none of the loaders of real ones; their
+  text counts, their imports do not (a rule names the family or loader its job runs);
 - drivers (``miarepro.pipeline``, ``miarepro.config``, ``miarepro.paths``): they hold every
   step's code, each step importing what it needs inside its function; their text and their
   module-level imports count, the imports inside their functions belong to the step that makes
@@ -37,7 +38,7 @@ from pathlib import Path
 
 PACKAGE = "miarepro"
 ROOT = Path(__file__).resolve().parent
-REGISTRIES = frozenset({"miarepro.attacks"})
+REGISTRIES = frozenset({"miarepro.attacks", "miarepro.data"})
 DRIVERS = frozenset({"miarepro.pipeline", "miarepro.config", "miarepro.paths"})
 #: the package's data files each module reads, as patterns relative to the module's folder
 DATA = {"miarepro.artifacts.catalog": ("catalog.yaml", "paper_keys.yaml", "paper_values.csv"),

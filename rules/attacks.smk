@@ -6,7 +6,7 @@ rule score:
         scores="results/studies/{study}/scores/{attack}.parquet",
         metrics="results/studies/{study}/metrics/{attack}.parquet",
     params:
-        attack=attack_entry,
+        attack=scored_attack,
         nonmembers=study_value("nonmembers"),
         metrics=config["metrics"],
         # white-box attacks rebuild models, so they (only) rerun when the recipe changes

@@ -100,6 +100,44 @@ def attack_entry(wildcards):
     return study_config(wildcards)["attacks"][wildcards.attack]
 
 
+#: keys of an attack entry that only name it in the tables and claims
+DISPLAY_KEYS = frozenset({"label", "paper_attack", "paper_setting"})
+
+
+@stored_signature
+def scored_attack(wildcards):
+    """A score job's attack entry, without the keys that only name it: relabelling an attack
+    rebuilds the artifacts that show it, and rescores nothing."""
+    return {key: value for key, value in attack_entry(wildcards).items()
+            if key not in DISPLAY_KEYS}
+
+
+def dataset_sources(wildcards):
+    """The sources a dataset is read from: its own, and its out-of-distribution records'."""
+    spec = config["datasets"][wildcards.dataset]
+    return [spec["source"]] + ([spec["ood"]["source"]] if spec.get("ood") else [])
+
+
+@stored_signature
+def dataset_code(wildcards):
+    """The code a dataset job runs: the registry, and the loaders of its sources alone, so
+    that editing ImageNet's loader rebuilds no generated dataset (nor what trains on it)."""
+    from miarepro import data
+
+    loaders = [data.SOURCES[source].__module__ for source in dataset_sources(wildcards)]
+    return code("make_dataset", "miarepro.data", "miarepro.data.dataset",
+                "miarepro.data.download", "miarepro.options", *loaders)
+
+
+@stored_signature
+def dataset_root(wildcards):
+    """``data_dir`` for a dataset read from files; "" for one that is shipped or generated,
+    which moving ``data_dir`` leaves as it is."""
+    from miarepro.data import OFFLINE_SOURCES
+
+    return "" if set(dataset_sources(wildcards)) <= OFFLINE_SOURCES else config["data_dir"]
+
+
 @stored_signature
 def dataset_file(wildcards):
     return f"{RESULTS}/datasets/{study_config(wildcards)['dataset']}.npz"

@@ -10,8 +10,8 @@ rule dataset:
         card="results/datasets/{dataset}.json",
     params:
         spec=lambda wc: config["datasets"][wc.dataset],
-        data_dir=config["data_dir"],
-        code=code("make_dataset", "miarepro.data"),
+        data_dir=dataset_root,
+        code=dataset_code,
     log:
         "logs/dataset/{dataset}.log",
     conda:

@@ -821,3 +821,14 @@ def test_preflight_command_exits_1_when_a_run_would_stop(tmp_path):
     result = subprocess.run([sys.executable, "-m", "miarepro.data.preflight", str(path)],
                             capture_output=True, text=True, check=False)
     assert result.returncode == 1 and "are not on disk" in result.stdout
+
+
+def test_offline_sources_read_nothing_under_the_data_dir(tmp_path):
+    """The dataset rule gives them no data_dir, so that moving it rebuilds none of them."""
+    from miarepro.data import OFFLINE_SOURCES, SOURCES
+
+    assert OFFLINE_SOURCES <= set(SOURCES)
+    missing = tmp_path / "nowhere"
+    for source in sorted(OFFLINE_SOURCES - {"mnist_subset"}):  # mnist_subset: 5,000 digits
+        assert len(load_dataset({"source": source}, root=missing)) > 0, source
+    assert not missing.exists()

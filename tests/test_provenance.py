@@ -56,6 +56,25 @@ def test_an_edit_changes_the_digests_of_the_steps_that_run_it_only(package_copy)
     assert provenance.digest(TRAIN) != before["train"]
 
 
+#: a dataset job's code as the dataset rule names it, for a dataset of scikit-learn's digits
+DIGITS = ("miarepro.pipeline:make_dataset", "miarepro.data", "miarepro.data.dataset",
+          "miarepro.data.download", "miarepro.options", "miarepro.data.embedded")
+
+
+def test_a_dataset_counts_its_own_loader_and_not_the_others(package_copy):
+    """The data package registers every loader; a generated or shipped dataset's job counts
+    the registry's text and its own loader, so editing ImageNet's loader rebuilds no MNIST
+    subset, nor anything trained on it."""
+    assert "miarepro.data.imagenet" not in provenance.modules(DIGITS)
+    before = provenance.digest(DIGITS)
+    for name, changes in (("imagenet.py", False), ("embedded.py", True), ("__init__.py", True)):
+        with open(package_copy / "data" / name, "a") as handle:
+            handle.write("\n# an edit\n")
+        provenance.digest.cache_clear()
+        assert (provenance.digest(DIGITS) != before) is changes, name
+        before = provenance.digest(DIGITS)
+
+
 def test_an_edit_of_one_step_of_the_driver_reruns_that_step_only(package_copy):
     """A rule names the driver functions its script calls (``module:names``): editing
     ``pipeline.score`` rescores without retraining, editing a helper both steps reach

@@ -175,6 +175,19 @@ def test_editing_one_attack_reruns_only_that_attack_and_its_artifacts(workflow):
     assert "study=part" in wildcards and "attack=attack-p" in wildcards
 
 
+def test_relabelling_an_attack_rebuilds_what_shows_it_and_rescores_nothing(workflow):
+    edited = copy.deepcopy(TINY)
+    edited["studies"]["part"]["attacks"]["attack-p"]["label"] = "Attack-P, relabelled"
+    jobs = planned_jobs(workflow, edited)
+    assert jobs and not {"score", "fit", "train", "dataset"} & set(jobs), jobs
+
+
+def test_moving_the_data_dir_rebuilds_no_generated_dataset(workflow):
+    edited = copy.deepcopy(TINY)
+    edited["data_dir"] = "elsewhere"
+    assert planned_jobs(workflow, edited) == {}
+
+
 def test_editing_training_reruns_only_that_study(workflow):
     edited = copy.deepcopy(TINY)
     edited["studies"]["bal"]["training"]["epochs"] = 7

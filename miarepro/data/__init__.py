@@ -69,6 +69,10 @@ SOURCES: dict[str, Callable[..., Dataset]] = {
     "lfw": lfw.lfw,
 }
 
+#: Sources shipped with installed packages or generated: they read nothing under ``data_dir``.
+OFFLINE_SOURCES = frozenset({"digits", "breast_cancer", "mnist_subset", "sm_synthetic",
+                             "purchase_like", "toy_sin", "tabular_like", "image_like"})
+
 #: Checks of a source's parameters that its signature cannot state, run at config validation.
 SPEC_CHECKS: dict[str, Callable[..., None]] = {"sm_synthetic": synthetic.check_sm_synthetic}
 
