@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+#: Keys of an attack entry that only name it in the tables and claims (a score job's params
+#: leave them out, so that relabelling an attack rescores nothing).
+DISPLAY_KEYS = frozenset({"label", "paper_attack", "paper_setting"})
 # Keys of an attack entry that the workflow consumes; the rest are the attack's own parameters.
-WORKFLOW_KEYS = frozenset(
-    {"attack", "n_reference", "loo_models", "loo_records", "records", "label", "paper_attack",
-     "paper_setting", "reference_study"}
-)
+WORKFLOW_KEYS = DISPLAY_KEYS | {"attack", "n_reference", "loo_models", "loo_records", "records",
+                                "reference_study"}
 
 
 def attack_params(entry: dict[str, Any]) -> dict[str, Any]:

@@ -9,8 +9,8 @@ from miarepro.artifacts import builders as artifact_builders
 from miarepro.artifacts import claims as artifact_claims
 from miarepro.artifacts import report as artifact_report
 from miarepro.artifacts.results import studies_read
-from miarepro.paths import (attack_params, fit_paths, loo_model_indices, model_home,
-                            reference_home)
+from miarepro.paths import (DISPLAY_KEYS, attack_params, fit_paths, loo_model_indices,
+                            model_home, reference_home)
 from miarepro import provenance
 from miarepro.attacks import get_attack
 from miarepro.splits import reference_indices
@@ -98,10 +98,6 @@ def home(wildcards):
 @stored_signature
 def attack_entry(wildcards):
     return study_config(wildcards)["attacks"][wildcards.attack]
-
-
-#: keys of an attack entry that only name it in the tables and claims
-DISPLAY_KEYS = frozenset({"label", "paper_attack", "paper_setting"})
 
 
 @stored_signature

@@ -70,8 +70,8 @@ SOURCES: dict[str, Callable[..., Dataset]] = {
 }
 
 #: Sources shipped with installed packages or generated: they read nothing under ``data_dir``.
-OFFLINE_SOURCES = frozenset({"digits", "breast_cancer", "mnist_subset", "sm_synthetic",
-                             "purchase_like", "toy_sin", "tabular_like", "image_like"})
+OFFLINE_SOURCES = frozenset(name for name, loader in SOURCES.items()
+                            if loader.__module__ in (embedded.__name__, synthetic.__name__))
 
 #: Checks of a source's parameters that its signature cannot state, run at config validation.
 SPEC_CHECKS: dict[str, Callable[..., None]] = {"sm_synthetic": synthetic.check_sm_synthetic}
