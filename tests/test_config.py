@@ -28,8 +28,12 @@ def test_default_config_is_valid_and_gets_defaults(default):
 
 
 def test_every_paper_config_is_valid():
-    for path in sorted((ROOT / "config" / "papers").glob("*.yaml")):
-        cfg.validate(yaml.safe_load(path.read_text()))
+    paths = sorted((ROOT / "config" / "papers").glob("*.yaml"))
+    assert {path.stem for path in paths} >= {"bmia", "stolen-memories", "qmia", "iha", "subpop",
+                                              "all"}
+    for path in paths:
+        validated = cfg.validate(yaml.safe_load(path.read_text()))
+        assert validated["studies"], path.name
 
 
 def bmia(c):

@@ -251,6 +251,40 @@ def test_l_attack_and_lira_l_hand_case():
         norm.logcdf((-_loss(target) - reference.mean(1)) / reference.std(1, ddof=1)))
 
 
+def test_shadow_scores_each_class_by_a_classifier_of_its_own_rows_by_hand():
+    """Shokri et al.'s per-class attack models: an audited record of class c is scored by a
+    classifier fitted on the shadow rows of class c alone, (model, sample) pairs of the pool
+    with their ML-Leaks features and label IN / OUT; fitted here by hand, in the rows' natural
+    order (the attack sorts them by content: gradient boosting does not care)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    rng = np.random.default_rng(3)
+    n, classes, models = 120, 3, 4
+    labels = rng.integers(0, classes, n)
+    member = rng.random((models, n)) < 0.5
+    logits = rng.normal(0, 1, (models, 1, n, classes)) + 2.5 * member[:, None, :, None] * (
+        np.eye(classes)[labels])[None, None]
+    target = rng.normal(0, 1, (1, n, classes)) + 2.5 * np.eye(classes)[labels] * (
+        rng.random(n) < 0.5)[None, :, None]
+    empty = np.empty(0, dtype=int)
+    ctx = AttackContext(labels=labels, audit=np.arange(60), population=empty, validation=empty,
+                        target_logits=target, target_mask=np.zeros(n, dtype=bool),
+                        reference_logits=logits, reference_masks=member,
+                        reference_pool=np.arange(60, n), seed=5, target_index=1)
+    seed = int(np.random.SeedSequence([5, 1]).generate_state(1)[0])
+    score = run("shadow", ctx, classifier="gbdt", top_k=2)
+    for c in range(classes):
+        pool = np.arange(60, n)[labels[60:] == c]
+        rows = np.concatenate([features(logits[k][:, pool].swapaxes(0, 1), labels[pool], 2)
+                               for k in range(models)])
+        inside = np.concatenate([member[k, pool] for k in range(models)])
+        audited = np.flatnonzero(labels[:60] == c)
+        model = HistGradientBoostingClassifier(max_iter=100, random_state=seed).fit(rows, inside)
+        expected = model.predict_proba(
+            features(target[:, audited].swapaxes(0, 1), labels[audited], 2))[:, 1]
+        np.testing.assert_allclose(score[audited], expected, atol=1e-6)
+
+
 def test_shadow_features_and_scores():
     v = np.array([2.0, -1.0])  # two (model, sample) rows, one query, labels 0 and 1
     labels = np.array([0, 1])

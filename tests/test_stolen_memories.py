@@ -450,3 +450,69 @@ def test_a_lenet_target_is_attacked_at_each_of_its_layers(variant, layers, epoch
     assert info["layers"] == layer_boundaries(trained.model) and len(info["layers"]) == layers
     assert arrays["bayes_wb"].shape == (layers, len(dataset.y))
     assert np.isfinite(arrays["bayes_wb"]).all() and np.isfinite(arrays["bayes_wb_meta"]).all()
+
+
+def _dense_by_hand(state: dict, prefix: str, x: np.ndarray) -> np.ndarray:
+    """``_small_mlp``'s output in numpy: one linear map, or linear-ReLU-linear."""
+    if f"{prefix}.weight" in state:  # no hidden layer
+        bias = state.get(f"{prefix}.bias", 0.0)
+        return x @ state[f"{prefix}.weight"].T + bias
+    hidden = np.maximum(x @ state[f"{prefix}.0.weight"].T + state[f"{prefix}.0.bias"], 0)
+    return hidden @ state[f"{prefix}.2.weight"].T + state[f"{prefix}.2.bias"]
+
+
+@pytest.mark.parametrize(("n_d", "n_m"), [(0, 0), (3, 0), (0, 2), (3, 2)])
+def test_general_wb_is_its_displacements_and_meta_model_by_hand(n_d, n_m):
+    """Algorithm 2's score on two layers of three records, in numpy: at layer l each weight
+    pair (chi_j, chi~_j) goes through the displacement D_l, the layer's logit is
+    sum_j D_l(chi_j, chi~_j) z_j + D_l(b, b~), and the meta model maps the layers' logits to
+    the score. The network's weights are drawn, then read back as arrays."""
+    from miarepro.attacks import stolen_memories as sm
+
+    torch.manual_seed(n_d * 10 + n_m)
+    model = sm._general_wb_model(2, n_d, n_m).float()
+    generator = torch.Generator().manual_seed(1)
+    layers = [tuple(torch.randn(3, width, generator=generator) for _ in range(3))
+              + tuple(torch.randn(3, generator=generator) for _ in range(2))
+              for width in (4, 2)]
+    state = {key: value.numpy() for key, value in model.state_dict().items()}
+    logits = []
+    for index, (chi, chi_p, z, b, b_p) in enumerate(layers):
+        def displaced(a, c, index=index):
+            return _dense_by_hand(state, f"displacements.{index}", np.stack([a, c], -1))[..., 0]
+        logits.append((displaced(chi.numpy(), chi_p.numpy()) * z.numpy()).sum(1)
+                      + displaced(b.numpy(), b_p.numpy()))
+    by_hand = _dense_by_hand(state, "meta", np.stack(logits, 1))[:, 0]
+    np.testing.assert_allclose(sm._predict(model, layers), by_hand, rtol=1e-5, atol=1e-5)
+
+
+def test_general_wb_at_minimal_capacity_can_subtract():
+    """§4.3: a displacement of no hidden units, ``a chi + c chi~``, represents bayes-wb's
+    subtraction: at a = 1, c = -1 and an identity meta model, general-wb is bayes-wb."""
+    from miarepro.attacks import stolen_memories as sm
+
+    model = sm._general_wb_model(1, 0, 0).float()
+    with torch.no_grad():
+        model.displacements[0].weight.copy_(torch.tensor([[1.0, -1.0]]))
+        model.meta.weight.fill_(1.0)
+        model.meta.bias.zero_()
+    generator = torch.Generator().manual_seed(2)
+    pairs = tuple(torch.randn(5, 7, generator=generator) for _ in range(3)) + tuple(
+        torch.randn(5, generator=generator) for _ in range(2))
+    np.testing.assert_allclose(sm._predict(model, [pairs]), _bayes_logit(pairs).numpy(),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_bayes_wb_meta_is_its_meta_model_on_the_layer_logits(overfit):
+    """bayes-wb's meta variant (§4.2) scores a record by the fit's meta model (16 hidden
+    units) applied to its bayes-wb logit at every attacked layer: recomputed in numpy from
+    the saved weights and the saved per-layer logits, and returned for the audited records."""
+    context, _, _ = overfit
+    fit = context.fit
+    state = {key.removeprefix("meta_model."): value for key, value in fit.items()
+             if key.startswith("meta_model.")}
+    assert state["meta.0.weight"].shape == (16, len(fit["bayes_wb"]))
+    by_hand = _dense_by_hand(state, "meta", fit["bayes_wb"].T.astype(np.float32))[:, 0]
+    np.testing.assert_allclose(fit["bayes_wb_meta"], by_hand, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(get_attack("bayes_wb").fn(context, meta=True),
+                                  fit["bayes_wb_meta"][context.audit])

@@ -16,7 +16,7 @@ import torch
 from miarepro import bigan, metrics, pipeline
 from miarepro.attacks import get_attack
 from miarepro.attacks import subpop as subpop_module
-from miarepro.attacks.base import QueryAccess
+from miarepro.attacks.base import AttackContext, QueryAccess
 from miarepro.attacks.subpop import (
     class_kept,
     merlin_scores,
@@ -358,6 +358,40 @@ def test_merlin_counts_noise_that_raises_the_loss_by_hand():
     x = np.array([[1.0], [4.0]], dtype=np.float32)
     scores = merlin_scores(query, x, np.array([0, 0]), 0.1, 200, np.random.default_rng(0))
     assert scores[0] == 1.0 and 0.35 < scores[1] < 0.65
+
+
+def test_merlin_scores_the_audited_records_of_its_target_by_hand():
+    """The registered attack on a stub victim with loss log(1 + exp((x - 1)^2 - 5)) (class 0):
+    each audited record's score is the share of its noise draws N(0, sigma^2) that raise that
+    loss, the draws taken from the generator of (seed, target) in turn, record by record
+    within each draw."""
+    class Victim:
+        def query(self, role, index, x):
+            assert (role, index) == ("target", 3)
+            return np.column_stack([np.zeros(len(x)), (x[:, 0].astype(np.float64) - 1) ** 2 - 5])
+
+        def features(self):
+            return np.array([[1.0], [9.0], [4.0], [1.5]], dtype=np.float32)
+
+    labels, audit = np.zeros(4, dtype=int), np.array([0, 2, 3])
+    empty = np.empty(0, dtype=int)
+    ctx = AttackContext(labels=labels, audit=audit, population=empty, validation=empty,
+                        target_logits=np.zeros((1, 4, 2)), target_mask=np.zeros(4, dtype=bool),
+                        reference_logits=np.zeros((0, 1, 4, 2)),
+                        reference_masks=np.zeros((0, 4), dtype=bool), reference_pool=empty,
+                        fit={"sigma": np.array(0.5), "noise_samples": np.array(40)},
+                        target_index=3, seed=7, study=Victim())
+    rng = np.random.default_rng([7, 3, 0x3E2])
+    x = np.array([1.0, 4.0, 1.5])
+    def loss(v):
+        return np.log1p(np.exp((v - 1) ** 2 - 5))
+
+    raised = np.zeros(3)
+    for _ in range(40):
+        noisy = (x + 0.5 * rng.standard_normal((3, 1))[:, 0]).astype(np.float32)
+        raised += loss(noisy.astype(np.float64)) > loss(x)
+    np.testing.assert_allclose(get_attack("merlin").fn(ctx), raised / 40)
+    assert raised[0] == 40  # at the minimum every draw raises the loss
 
 
 def test_the_merlin_search_chooses_its_best_trial(study):
