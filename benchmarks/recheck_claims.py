@@ -1,0 +1,300 @@
+"""Recheck the claims table from a run's score files: a reviewer's independent recomputation.
+
+    .venv/bin/python benchmarks/recheck_claims.py --run DIR [--config config/config.yaml]
+        [--out FILE] [--repo DIR]
+
+A verdict in ``DIR/results/artifacts/claims.csv`` is the package's metric, interval and
+decision code applied to the run's scores. This recomputes it with code of its own, reading
+the config and the claims' YAML as data (never importing ``miarepro``) and the score files, so
+that a verdict does not rest on that code alone: each side's metric per run, the paired
+difference, its Student-t 95% interval, whether the audits resolve the metric, the verdict.
+Orderings, parities, bounds and equalities on one study are rechecked; costs, predicted and
+matched-best orders, trends and pooled rows are listed as not. The chance test is not re-run:
+a "no signal" that vacuous parity does not give is accepted where the interval holds 0.
+Exit status 1 where a verdict differs, or a quantity or bound beyond a relative 1e-9.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+from scipy import stats
+
+REPO = Path(__file__).resolve().parent.parent
+COMPARISONS = ("greater", "close", "not_below")  # paired differences; the rest bound one side
+KINDS = (*COMPARISONS, "at_least", "at_most", "equals")
+COSTS = ("gpu_minutes", "audit_minutes", "train_minutes")
+DECISIONS = ("accuracy", "advantage", "precision", "recall")
+AT_FPR = re.compile(r"^(tpr|precision|fpr)@([0-9.]+)%$")
+MIN_EXCEEDANCES, MIN_RUN_EXCEEDANCES, MIN_PER_CLASS, MIN_TARGETS = 10, 2, 20, 3
+CHANCE = {"auc": 0.5, "accuracy": 0.5, "advantage": 0.0, "precision": 0.5}  # else by FPR
+REL_TOL, ABS_TOL = 1e-9, 1e-12  # the absolute one only for quantities at 0
+
+
+class NotRechecked(Exception):
+    """A row left to the package; the message says why."""
+
+
+@dataclass
+class Side:
+    values: np.ndarray  # the side's metric in each independent run
+    resolvable: bool
+    exceedances: float  # non-members above threshold over the runs; 0: not poolable
+
+
+def fpr_of(metric: str) -> float | None:
+    """The FPR a ``tpr@1%``, ``precision@0.1%`` or ``fpr@1%`` is read at; None otherwise."""
+    match = AT_FPR.match(metric)
+    return float(match.group(2)) / 100 if match else None
+
+
+def rates_at(member: np.ndarray, score: np.ndarray, fpr: float) -> tuple[float, float]:
+    """TPR and realised FPR at the conservative threshold: members strictly above the (k+1)-th
+    highest non-member, k = floor(fpr n_out), so no more false positives pass than ``fpr``
+    allows; realised FPR at the lowest flagged member (the highest threshold of that TPR)."""
+    members, nonmembers = score[member], np.sort(score[~member])[::-1]
+    k = math.floor(fpr * len(nonmembers) + 1e-9)
+    cut = nonmembers[k] if k < len(nonmembers) else -np.inf
+    flagged = members[members > cut]
+    return ((len(flagged) / len(members), float((nonmembers >= flagged.min()).mean()))
+            if len(flagged) else (0.0, 0.0))
+
+
+def target_value(group: pd.DataFrame, metric: str) -> float:
+    """One target's ``metric`` from its scores file rows."""
+    member, score = group["member"].to_numpy(bool), group["score"].to_numpy(float)
+    if metric == "auc":  # Mann-Whitney with average ranks: ties count half
+        n_in, n_out = member.sum(), (~member).sum()
+        return float((stats.rankdata(score)[member].sum() - n_in * (n_in + 1) / 2)
+                     / (n_in * n_out))
+    if metric.startswith(("pinball@", "fpr@")):  # per-sample columns, non-members' mean
+        return float(group.loc[~member, metric].to_numpy(float).mean())
+    if (fpr := fpr_of(metric)) is not None:
+        tpr, realised = rates_at(member, score, fpr)
+        precision = tpr / (tpr + realised) if tpr + realised > 0 else 0.5
+        return tpr if metric.startswith("tpr@") else precision
+    base, _, level = metric.partition("@cal")  # Stolen Memories' decisions on its audits
+    calls = group["decision" + (f"@cal{level}" if level else "")].to_numpy(bool)
+    tpr, fpr = calls[member].mean(), calls[~member].mean()  # advantage: Yeom et al.'s
+    return float({"accuracy": (calls == member).mean(), "advantage": tpr - fpr, "recall": tpr,
+                  "precision": calls[member].sum() / calls.sum() if calls.any() else 0.5}[base])
+
+
+def exceedances(metric: str, n_in: int, n_out: int) -> float:
+    """Non-members above the threshold the metric rests on in one audit: floor(n_out a)
+    (inf without an FPR; 0 under 20 per class); precision@calNN rests on FPR 1 - NN%."""
+    if min(n_in, n_out) < MIN_PER_CLASS:
+        return 0.0
+    fpr = fpr_of(metric)
+    if metric.startswith("precision@cal"):
+        fpr = 1 - float(metric.removeprefix("precision@cal")) / 100
+    return math.inf if fpr is None else float(math.floor(n_out * fpr + 1e-9))
+
+
+def decide(kind: str, low: float, high: float, value: float, margin: float) -> str:
+    """Where the interval lies against the claimed bound (``value``, ``margin`` as fractions)."""
+    if kind in ("close", "equals"):
+        centre, width = (0.0, value) if kind == "close" else (value, margin)
+        holds = centre - width <= low and high <= centre + width
+        fails = low > centre + width or high < centre - width
+    else:
+        holds, fails = {"greater": (low > 0, high < 0), "at_most": (high <= value, low > value),
+                        "not_below": (low >= -value, high < -value),
+                        "at_least": (low >= value, high < value)}[kind]
+    return "holds" if holds else "fails" if fails else "inconclusive"
+
+
+class Run:
+    """A finished run's scores, each (study copy, attack) file read once."""
+
+    def __init__(self, results: Path, config: dict[str, Any]) -> None:
+        self.results, self.config, self.studies = results, config, config["studies"]
+        self._targets: dict[tuple[str, str], list[pd.DataFrame]] = {}
+
+    def targets(self, copy: str, attack: str) -> list[pd.DataFrame]:
+        """One attack's scores in one study copy, target by target (read once: sides share)."""
+        if (copy, attack) not in self._targets:
+            path = self.results / "studies" / copy / "scores" / f"{attack}.parquet"
+            if not path.exists():
+                raise NotRechecked("score file missing")
+            self._targets[copy, attack] = [g for _, g in pd.read_parquet(path).groupby("target")]
+        return self._targets[copy, attack]
+
+    def side(self, study: str, names: tuple[str, ...], metric: str) -> Side:
+        """A side's metric per run: a partition study's targets are its runs; a balanced
+        study's targets share one pool, so its runs are its copies (at least the top-level
+        ``replicates``). A ``sum_over`` side (several names) is summed run by run."""
+        cfg = self.studies[study]
+        split = cfg.get("split") or self.studies[cfg["models_from"]]["split"]
+        partition = split["scheme"] == "partition"
+        count = 1 if partition else max(cfg.get("replicates", 1), self.config.get("replicates", 1))
+        parts = []
+        for name in names:
+            values, resolvable, runs = [], True, []
+            for copy in [study] + [f"{study}-r{r}" for r in range(1, count)]:
+                groups = self.targets(copy, name)
+                per_target = [target_value(g, metric) for g in groups]
+                exceeding = exceedances(metric, min(int(g["member"].sum()) for g in groups),
+                                        min(int((~g["member"]).sum()) for g in groups))
+                resolvable &= exceeding >= MIN_EXCEEDANCES
+                # pooled over runs (targets, then copies) only where each has 2 or more
+                runs.append(exceeding * len(groups) if exceeding >= MIN_RUN_EXCEEDANCES else 0)
+                values += per_target if partition else [float(np.mean(per_target))]
+            if len(values) < (MIN_TARGETS if partition else 2):
+                raise NotRechecked("too few runs: a bootstrap interval")
+            parts.append(Side(np.array(values), resolvable,
+                              sum(runs) if min(runs) >= MIN_RUN_EXCEEDANCES else 0.0))
+        return Side(sum(p.values for p in parts), all(p.resolvable for p in parts),
+                    min(p.exceedances for p in parts))
+
+    def instances(self, study: str, claim: dict[str, Any]) -> list[tuple[str, ...]]:
+        """Each side's attack instances: the paper attack at its setting (or the artifact's
+        default), on the records of the first side that scores a subset (IHA's CG on 200),
+        so both sides see the same records; a ``sum_over`` side's at every setting."""
+        attacks = self.studies[study]["attacks"]
+        default = self.config["artifacts"].get(claim["artifact"], {}).get("default_setting", "")
+        specs = [claim["a"]] + ([claim["b"]] if claim.get("b") else [])
+
+        def scored(name: str | None) -> int | None:
+            attack = attacks.get(name, {})
+            return attack.get("records") or attack.get("loo_records")
+
+        def find(spec: dict[str, str], records: int | None) -> str | None:
+            found = [n for n, a in attacks.items() if a.get("paper_attack") == spec["attack"]
+                     and (a.get("paper_setting") or default) == spec.get("setting", "")]
+            return next((n for n in found if scored(n) == records), found[0] if found else None)
+
+        shared = next((records for spec in specs if "sum_over" not in spec
+                       and (records := scored(find(spec, None)))), None)
+        names = [tuple(n for n, a in attacks.items() if a.get("paper_attack") == spec["attack"]
+                       and (a.get("paper_setting") or "").startswith(f"{spec['sum_over']}="))
+                 if "sum_over" in spec else tuple(filter(None, [find(spec, shared)]))
+                 for spec in specs]
+        if not all(names):
+            raise NotRechecked("attack instance not in the config")
+        return names
+
+    def recheck(self, study: str, claim: dict[str, Any], paper: str
+                ) -> tuple[float, float, float, str]:
+        """The row's quantity, its interval and the verdict they give."""
+        kind, metric = claim["kind"], claim["metric"]
+        names = self.instances(study, claim)
+        metrics = [s.get("metric", metric) for s in (claim["a"], claim.get("b") or {})][:len(names)]
+        sides = [self.side(study, n, m) for n, m in zip(names, metrics, strict=True)]
+        resolvable = all(side.resolvable for side in sides)
+        values = sides[0].values - sides[1].values if kind in COMPARISONS else sides[0].values
+        if (kind == "greater" and not resolvable
+                and min(s.exceedances for s in sides) >= MIN_EXCEEDANCES
+                and all(m.startswith(("tpr@", "precision@")) and fpr_of(m) is not None
+                        for m in metrics)):
+            resolvable = True  # an ordering at low FPR, decided over the runs pooled
+        mean, n = float(values.mean()), len(values)  # Student-t 95% interval over the runs
+        half = stats.t.ppf(0.975, n - 1) * values.std(ddof=1) / math.sqrt(n)
+        low, high = mean - half, mean + half
+        if not resolvable:
+            return mean, low, high, "not resolvable"
+        scale = 100.0 if (fpr_of(metric) is not None or metric.split("@")[0] in DECISIONS
+                          or (metric == "auc" and paper == "subpop")) else 1.0  # paper's units
+        value, margin = ((claim.get(key) or 0.0) / scale for key in ("value", "margin"))
+        verdict = decide(kind, low, high, value, margin)
+        if kind in ("close", "not_below") and verdict != "fails":
+            # vacuous parity: the reference side is as near chance as tolerance + half-width
+            reaches = [abs(s.values.mean() - level) for s, m in
+                       list(zip(sides, metrics, strict=True))[kind == "not_below":]
+                       if (level := fpr_of(m) if m.startswith("tpr@")
+                           else CHANCE.get(m.split("@")[0])) is not None]
+            if reaches and max(reaches) <= value + (high - low) / 2:
+                verdict = "no signal"
+        return mean, low, high, verdict
+
+
+def out_of_scope(row: pd.Series, claim: dict[str, Any], studies: dict[str, Any]) -> str | None:
+    """Why a row is left to the package, or None where this rechecks it."""
+    if row["verdict"] == "not run":
+        return "not run in the table"
+    if claim.get("pooled") or row["study"] not in studies:
+        return "across studies (trend or pooled)"
+    if claim["metric"] in COSTS:
+        return "cost metric (timing, not scores)"
+    return None if claim["kind"] in KINDS else f"kind {claim['kind']}"
+
+
+def report(run_dir: Path, repo: Path, config_path: Path) -> tuple[str, bool]:
+    """The Markdown report, and whether every rechecked row agrees."""
+    config = yaml.safe_load(config_path.read_text())
+    claims = {(path.stem, entry["id"]): entry
+              for path in sorted((repo / "miarepro/artifacts/claims").glob("*.yaml"))
+              for entry in yaml.safe_load(path.read_text()) or []}
+    table = pd.read_csv(run_dir / "results/artifacts/claims.csv")
+    run, skipped, mismatches = Run(run_dir / "results", config), defaultdict(list), []
+    rechecked = identical = agreeing = by_chance = 0
+    for _, row in table.iterrows():
+        claim = claims[row["paper"], row["claim"]]
+        try:
+            if reason := out_of_scope(row, claim, config["studies"]):
+                raise NotRechecked(reason)
+            ours = run.recheck(row["study"], claim, row["paper"])
+        except NotRechecked as why:
+            skipped[str(why)].append(row["claim"] + (f" ({row['study']})" if isinstance(
+                row["study"], str) else ""))
+            continue
+        theirs = (row["quantity"], row["quantity_low"], row["quantity_high"], row["verdict"])
+        quantity_ok = all(math.isclose(a, b, rel_tol=REL_TOL, abs_tol=ABS_TOL)
+                          or (math.isnan(a) and math.isnan(b))
+                          for a, b in zip(ours[:3], theirs[:3], strict=True))
+        # "no signal" by the chance test (not re-run) needs a comparison's interval to hold 0
+        chance = (theirs[3] == "no signal" and ours[3] not in ("no signal", "not resolvable")
+                  and claim["kind"] in COMPARISONS and ours[1] <= 0.0 <= ours[2])
+        rechecked, identical, by_chance = rechecked + 1, identical + quantity_ok, by_chance + chance
+        agreeing += ours[3] == theirs[3]
+        if not (quantity_ok and (chance or ours[3] == theirs[3])):
+            mismatches.append((row["claim"], row["study"], theirs, ours))
+
+    def shown(q: tuple) -> str:
+        return f"{q[0]:.10g} [{q[1]:.10g}, {q[2]:.10g}]"
+
+    lines = [f"# Claims recheck: {run_dir}", "",
+             f"- rechecked from the score files: {rechecked} of {len(table)} rows",
+             f"- quantity and interval identical (relative {REL_TOL:g}): {identical}",
+             f"- verdicts agreeing: {agreeing} of {rechecked - by_chance}"
+             + (f"; {by_chance} more \"no signal\" rest on the chance test (not re-run), their "
+                "intervals holding 0 as it requires" if by_chance else ""),
+             f"- not rechecked: {sum(map(len, skipped.values()))}",
+             *(f"  - {reason}: {len(rows)}: {'; '.join(rows)}"
+               for reason, rows in sorted(skipped.items(), key=lambda kv: -len(kv[1]))),
+             f"- mismatches: {len(mismatches)}", ""]
+    if mismatches:
+        lines += ["| claim | study | table quantity [low, high] | table verdict "
+                  "| recomputed [low, high] | recomputed verdict |", "|---|---|---|---|---|---|"]
+        lines += [f"| {claim} | {study} | {shown(theirs)} | {theirs[3]} | {shown(ours)} "
+                  f"| {ours[3]} |" for claim, study, theirs, ours in mismatches] + [""]
+    return "\n".join(lines), not mismatches
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--run", type=Path, required=True, help="a finished run's directory")
+    parser.add_argument("--config", type=Path, default=Path("config/config.yaml"),
+                        help="the run's config; a relative path is under --repo")
+    parser.add_argument("--out", type=Path, help="also write the report here")
+    parser.add_argument("--repo", type=Path, default=REPO, help="the repository root")
+    args = parser.parse_args()
+    text, agree = report(args.run, args.repo, args.repo / args.config)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    sys.exit(0 if agree else 1)
+
+
+if __name__ == "__main__":
+    main()

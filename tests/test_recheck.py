@@ -1,0 +1,111 @@
+"""The independent recheck of the claims table (benchmarks/recheck_claims.py): its own metric
+and decision code agrees with the package's on generated audits with ties, and it fails on a
+table that differs from the scores (no workflow runs)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from miarepro import metrics, uncertainty
+from miarepro.artifacts import claims
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+sys.path.append(str(BENCHMARKS))
+import recheck_claims  # benchmarks/recheck_claims.py, found through the path above  # noqa: E402
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_its_metrics_are_the_packages_on_audits_with_ties(seed):
+    rng = np.random.default_rng(seed)
+    member = rng.random(600) < 0.5
+    score = np.round(rng.normal(member * 0.4, 1.0), 1)  # rounded: many ties
+    group = pd.DataFrame({"member": member, "score": score})
+    assert recheck_claims.target_value(group, "auc") == pytest.approx(metrics.auc(member, score))
+    for fpr in (0.001, 0.01, 0.1):
+        percent = f"{fpr * 100:g}%"
+        assert recheck_claims.target_value(group, f"tpr@{percent}") == pytest.approx(
+            metrics.tpr_at_fpr(member, score, fpr))
+        assert recheck_claims.target_value(group, f"precision@{percent}") == pytest.approx(
+            metrics.precision_at_fpr(member, score, fpr))
+        assert recheck_claims.exceedances(f"tpr@{percent}", 300, 300) == (
+            uncertainty.exceedances(f"tpr@{percent}", 300, 300))
+    # Stolen Memories' audits are balanced, where the package's advantage, 2 accuracy - 1,
+    # is Yeom et al.'s TPR - FPR that the recheck computes
+    balanced = group.assign(member=np.arange(600) % 2 == 0, decision=score > 0.2)
+    expected = metrics.decision_metrics(balanced["member"], balanced["decision"])
+    for name in ("accuracy", "advantage", "precision", "recall"):
+        assert recheck_claims.target_value(balanced, name) == pytest.approx(expected[name])
+
+
+def test_its_verdicts_are_the_packages_on_hand_intervals():
+    """Every kind it rechecks, on intervals either side of, across and on the claimed bound."""
+    by_kind = {claim.kind: claim for paper in ("bmia", "iha", "qmia", "stolen-memories",
+                                                 "subpop") for claim in claims.load_claims(paper)}
+    checked = 0
+    for kind in recheck_claims.KINDS:
+        claim = by_kind[kind]
+        scale = uncertainty.percent_scale(claim.metric, claim.paper)
+        bound = (claim.value or 0.0) / scale
+        for low, high in [(bound - 0.2, bound - 0.1), (bound - 0.1, bound + 0.1),
+                          (bound + 0.1, bound + 0.2), (bound, bound), (-1e-4, 1e-4)]:
+            ours = claims.decide(claim, uncertainty.Estimate(
+                (low + high) / 2, np.linspace(low, high, 41), "bootstrap"))
+            theirs = recheck_claims.decide(kind, low, high, bound,
+                                           (claim.margin or 0.0) / scale)
+            assert theirs == ours, (kind, low, high)
+            checked += 1
+    assert checked == 5 * len(recheck_claims.KINDS)
+
+
+def test_a_table_that_differs_from_the_scores_fails_the_recheck(tmp_path):
+    """A partition study of four targets, two attacks, one claim: the table the package would
+    write passes; the same table with another verdict exits 1 and names the row."""
+    rng = np.random.default_rng(0)
+    frames = {}
+    for attack, shift in (("lira", 1.0), ("loss", 0.3)):
+        rows = [pd.DataFrame({"target": t, "sample": np.arange(400), "member": member,
+                              "score": rng.normal(member * shift, 1.0)})
+                for t in range(4) for member in [np.arange(400) % 2 == 0]]
+        frames[attack] = pd.concat(rows)
+        folder = tmp_path / "run/results/studies/s/scores"
+        folder.mkdir(parents=True, exist_ok=True)
+        frames[attack].to_parquet(folder / f"{attack}.parquet")
+    repo = tmp_path / "repo"
+    (repo / "miarepro/artifacts/claims").mkdir(parents=True)
+    (repo / "miarepro/artifacts/claims/iha.yaml").write_text(yaml.safe_dump([{
+        "id": "X-C1", "artifact": "X-T1", "statement": "LiRA beats LOSS in AUC",
+        "metric": "auc", "kind": "greater", "a": {"attack": "lira_online"},
+        "b": {"attack": "loss"}, "datasets": ["d"]}]))
+    (repo / "config.yaml").write_text(yaml.safe_dump({"artifacts": {}, "studies": {"s": {
+        "split": {"scheme": "partition"}, "targets": 4,
+        "attacks": {"lira": {"paper_attack": "lira_online"},
+                    "loss": {"paper_attack": "loss"}}}}}))
+    differences = [metrics.auc(g["member"], g["score"]) - metrics.auc(h["member"], h["score"])
+                   for (_, g), (_, h) in zip(frames["lira"].groupby("target"),
+                                             frames["loss"].groupby("target"), strict=True)]
+    mean = float(np.mean(differences))
+    half = uncertainty.student_half_width(float(np.std(differences, ddof=1)) / 2.0, 3)
+    table = pd.DataFrame([{"claim": "X-C1", "paper": "iha", "study": "s", "verdict": "holds",
+                           "quantity": mean, "quantity_low": mean - half,
+                           "quantity_high": mean + half}])
+    (tmp_path / "run/results/artifacts").mkdir(parents=True)
+
+    def recheck(verdict: str) -> subprocess.CompletedProcess:
+        table.assign(verdict=verdict).to_csv(tmp_path / "run/results/artifacts/claims.csv",
+                                             index=False)
+        return subprocess.run([sys.executable, str(BENCHMARKS / "recheck_claims.py"), "--run",
+                               str(tmp_path / "run"), "--repo", str(repo), "--config",
+                               "config.yaml"], capture_output=True, text=True, check=False)
+
+    assert mean - half > 0  # LiRA's lead is resolved: the package would say "holds"
+    passed = recheck("holds")
+    assert passed.returncode == 0 and "rechecked from the score files: 1 of 1" in passed.stdout
+    failed = recheck("inconclusive")
+    assert failed.returncode == 1 and "| X-C1 | s |" in failed.stdout
