@@ -11,7 +11,8 @@ difference, its Student-t 95% interval, whether the audits resolve the metric, t
 Orderings, parities, bounds and equalities on one study are rechecked; costs, predicted and
 matched-best orders, trends and pooled rows are listed as not. The chance test is not re-run:
 a "no signal" that vacuous parity does not give is accepted where the interval holds 0.
-Exit status 1 where a verdict differs, or a quantity or bound beyond a relative 1e-9.
+Exit status 1 where a verdict or the number of runs differs, or a quantity or bound beyond a
+relative 1e-9.
 """
 
 from __future__ import annotations
@@ -185,8 +186,8 @@ class Run:
         return names
 
     def recheck(self, study: str, claim: dict[str, Any], paper: str
-                ) -> tuple[float, float, float, str]:
-        """The row's quantity, its interval and the verdict they give."""
+                ) -> tuple[float, float, float, str, int]:
+        """The row's quantity, its interval, the verdict they give and the runs they rest on."""
         kind, metric = claim["kind"], claim["metric"]
         names = self.instances(study, claim)
         metrics = [s.get("metric", metric) for s in (claim["a"], claim.get("b") or {})][:len(names)]
@@ -202,7 +203,7 @@ class Run:
         half = stats.t.ppf(0.975, n - 1) * values.std(ddof=1) / math.sqrt(n)
         low, high = mean - half, mean + half
         if not resolvable:
-            return mean, low, high, "not resolvable"
+            return mean, low, high, "not resolvable", n
         scale = 100.0 if (fpr_of(metric) is not None or metric.split("@")[0] in DECISIONS
                           or (metric == "auc" and paper == "subpop")) else 1.0  # paper's units
         value, margin = ((claim.get(key) or 0.0) / scale for key in ("value", "margin"))
@@ -215,7 +216,7 @@ class Run:
                            else CHANCE.get(m.split("@")[0])) is not None]
             if reaches and max(reaches) <= value + (high - low) / 2:
                 verdict = "no signal"
-        return mean, low, high, verdict
+        return mean, low, high, verdict, n
 
 
 def out_of_scope(row: pd.Series, claim: dict[str, Any], studies: dict[str, Any]) -> str | None:
@@ -248,7 +249,8 @@ def report(run_dir: Path, repo: Path, config_path: Path) -> tuple[str, bool]:
             skipped[str(why)].append(row["claim"] + (f" ({row['study']})" if isinstance(
                 row["study"], str) else ""))
             continue
-        theirs = (row["quantity"], row["quantity_low"], row["quantity_high"], row["verdict"])
+        theirs = (row["quantity"], row["quantity_low"], row["quantity_high"], row["verdict"],
+                  int(row["replicates"]))
         quantity_ok = all(math.isclose(a, b, rel_tol=REL_TOL, abs_tol=ABS_TOL)
                           or (math.isnan(a) and math.isnan(b))
                           for a, b in zip(ours[:3], theirs[:3], strict=True))
@@ -257,11 +259,11 @@ def report(run_dir: Path, repo: Path, config_path: Path) -> tuple[str, bool]:
                   and claim["kind"] in COMPARISONS and ours[1] <= 0.0 <= ours[2])
         rechecked, identical, by_chance = rechecked + 1, identical + quantity_ok, by_chance + chance
         agreeing += ours[3] == theirs[3]
-        if not (quantity_ok and (chance or ours[3] == theirs[3])):
+        if not (quantity_ok and ours[4] == theirs[4] and (chance or ours[3] == theirs[3])):
             mismatches.append((row["claim"], row["study"], theirs, ours))
 
     def shown(q: tuple) -> str:
-        return f"{q[0]:.10g} [{q[1]:.10g}, {q[2]:.10g}]"
+        return f"{q[0]:.10g} [{q[1]:.10g}, {q[2]:.10g}], {q[4]} runs"
 
     lines = [f"# Claims recheck: {run_dir}", "",
              f"- rechecked from the score files: {rechecked} of {len(table)} rows",
@@ -274,8 +276,8 @@ def report(run_dir: Path, repo: Path, config_path: Path) -> tuple[str, bool]:
                for reason, rows in sorted(skipped.items(), key=lambda kv: -len(kv[1]))),
              f"- mismatches: {len(mismatches)}", ""]
     if mismatches:
-        lines += ["| claim | study | table quantity [low, high] | table verdict "
-                  "| recomputed [low, high] | recomputed verdict |", "|---|---|---|---|---|---|"]
+        lines += ["| claim | study | table quantity [low, high], runs | table verdict "
+                  "| recomputed | recomputed verdict |", "|---|---|---|---|---|---|"]
         lines += [f"| {claim} | {study} | {shown(theirs)} | {theirs[3]} | {shown(ours)} "
                   f"| {ours[3]} |" for claim, study, theirs, ours in mismatches] + [""]
     return "\n".join(lines), not mismatches

@@ -93,7 +93,7 @@ def test_a_table_that_differs_from_the_scores_fails_the_recheck(tmp_path):
     mean = float(np.mean(differences))
     half = uncertainty.student_half_width(float(np.std(differences, ddof=1)) / 2.0, 3)
     table = pd.DataFrame([{"claim": "X-C1", "paper": "iha", "study": "s", "verdict": "holds",
-                           "quantity": mean, "quantity_low": mean - half,
+                           "replicates": 4, "quantity": mean, "quantity_low": mean - half,
                            "quantity_high": mean + half}])
     (tmp_path / "run/results/artifacts").mkdir(parents=True)
 
