@@ -117,12 +117,13 @@ def dataset_sources(wildcards):
 @stored_signature
 def dataset_code(wildcards):
     """The code a dataset job runs: the registry, and the loaders of its sources alone, so
-    that editing ImageNet's loader rebuilds no generated dataset (nor what trains on it)."""
+    that editing ImageNet's loader, or the downloads every loader of files imports, rebuilds
+    no generated dataset (nor what trains on it)."""
     from miarepro import data
 
     loaders = [data.SOURCES[source].__module__ for source in dataset_sources(wildcards)]
-    return code("make_dataset", "miarepro.data", "miarepro.data.dataset",
-                "miarepro.data.download", "miarepro.options", *loaders)
+    return code("make_dataset", "miarepro.data", "miarepro.data.dataset", "miarepro.options",
+                *loaders)
 
 
 @stored_signature

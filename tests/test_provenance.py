@@ -58,21 +58,25 @@ def test_an_edit_changes_the_digests_of_the_steps_that_run_it_only(package_copy)
 
 #: a dataset job's code as the dataset rule names it, for a dataset of scikit-learn's digits
 DIGITS = ("miarepro.pipeline:make_dataset", "miarepro.data", "miarepro.data.dataset",
-          "miarepro.data.download", "miarepro.options", "miarepro.data.embedded")
+          "miarepro.options", "miarepro.data.embedded")
+#: the same for a dataset read from files (CIFAR-10 by torchvision)
+CIFAR = (*DIGITS[:-1], "miarepro.data.torchvision_sets")
 
 
 def test_a_dataset_counts_its_own_loader_and_not_the_others(package_copy):
     """The data package registers every loader; a generated or shipped dataset's job counts
     the registry's text and its own loader, so editing ImageNet's loader rebuilds no MNIST
-    subset, nor anything trained on it."""
+    subset, nor anything trained on it; the downloads count for the loaders that read files."""
     assert "miarepro.data.imagenet" not in provenance.modules(DIGITS)
-    before = provenance.digest(DIGITS)
-    for name, changes in (("imagenet.py", False), ("embedded.py", True), ("__init__.py", True)):
+    before = {entries: provenance.digest(entries) for entries in (DIGITS, CIFAR)}
+    for name, changes in (("imagenet.py", (False, False)), ("download.py", (False, True)),
+                          ("embedded.py", (True, False)), ("__init__.py", (True, True))):
         with open(package_copy / "data" / name, "a") as handle:
             handle.write("\n# an edit\n")
         provenance.digest.cache_clear()
-        assert (provenance.digest(DIGITS) != before) is changes, name
-        before = provenance.digest(DIGITS)
+        after = {entries: provenance.digest(entries) for entries in (DIGITS, CIFAR)}
+        assert (after[DIGITS] != before[DIGITS], after[CIFAR] != before[CIFAR]) == changes, name
+        before = after
 
 
 def test_an_edit_of_one_step_of_the_driver_reruns_that_step_only(package_copy):

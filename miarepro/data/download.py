@@ -151,7 +151,9 @@ def require_file(path: str | os.PathLike[str], sha256: str | None = None,
     record = path.with_name(path.name + ".sha256")
     actual = sha256_of(path)
     if not record.exists():
-        record.write_text(actual + "\n")
+        from miarepro import io  # atomic: a record cut short would read as a changed file
+
+        io.write_text(record, actual + "\n")
         log.info("recorded sha256 %s of %s in %s (no published checksum)", actual, path, record)
     elif record.read_text().strip() != actual:
         raise ValueError(f"{path} changed since its first use: sha256 {actual}, recorded "
