@@ -8,6 +8,10 @@ tables and per-job benchmarks afterwards. With
 ``--setup`` the environment is also built from scratch in a temporary copy of the repository,
 and ``--tests`` times the test suite. Prints a Markdown report (and writes it to ``--out``).
 
+The report also gives the claims table recomputed from the run's scores by code that does not
+import the package (``benchmarks/recheck_claims.py``), so that a timing run checks its verdicts
+too.
+
 Machines differ two to three times for this workload, so the report opens with a machine-speed
 figure: a fixed calibration workload on one thread (:data:`CALIBRATION`: one epoch of a LeNet
 on 5,000 generated digits, and the exact Hessian of a 4,780-parameter MLP over 2,000 records,
@@ -256,6 +260,13 @@ def main() -> None:
                                                  key=lambda item: -item[1][0]))))
         rows.append(("longest jobs (in-job seconds)", ", ".join(
             f"{name} {seconds:.0f}" for name, seconds in per_job[:10])))
+        recheck = subprocess.run([sys.executable, str(ROOT / "benchmarks/recheck_claims.py"),
+                                  "--run", str(work)], capture_output=True, text=True,
+                                 check=False)
+        rows.append(("claims recomputed without the package's code (`recheck_claims.py`)",
+                     "; ".join(line.removeprefix("- ") for line in recheck.stdout.splitlines()
+                               if line.startswith(("- rechecked", "- verdicts", "- mismatches")))
+                     or f"failed: {recheck.stderr.strip()[-300:]}"))
         if args.setup:
             copy = Path(scratch) / "repo"
             shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
