@@ -7,24 +7,30 @@ A verdict in ``DIR/results/artifacts/claims.csv`` is the package's metric, inter
 decision code applied to the run's scores. This recomputes it with code of its own, reading
 the config and the claims' YAML as data (never importing ``miarepro``) and the score files, so
 that a verdict does not rest on that code alone: each side's metric per run, the paired
-difference, its Student-t 95% interval, whether the audits resolve the metric, the verdict.
-Orderings, parities, bounds and equalities on one study are rechecked; costs, predicted and
-matched-best orders, trends and pooled rows are listed as not. The chance test is not re-run:
-a "no signal" that vacuous parity does not give is accepted where the interval holds 0.
-Exit status 1 where a verdict or the number of runs differs, or a quantity or bound beyond a
-relative 1e-9.
+difference (a ratio: its delta-method pseudo-values), its Student-t 95% interval, whether the
+audits resolve the metric, the verdict. Rechecked: orderings, parities, ratios, bounds and
+equalities on one study; matched-best orders (every rival beaten at 95%, any one failing at
+Bonferroni's level); predicted orders (the lower loss the better, where the losses' interval
+excludes 0); trends (the ends of the axis among the studies of the row's dataset: paired run
+by run on one split, else Welch); pooled rows (the studies' mean, Welch). Costs and "not run"
+rows are listed as not. The chance test is not re-run: a "no signal" that vacuous parity does
+not give is accepted where the interval holds what attacks at chance give (0; a ratio 1).
+Exit status 1 where a verdict, the studies or the number of runs differs, or a quantity or
+bound beyond a relative 1e-9.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import math
 import re
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -33,7 +39,10 @@ from scipy import stats
 
 REPO = Path(__file__).resolve().parent.parent
 COMPARISONS = ("greater", "close", "not_below")  # paired differences; the rest bound one side
-KINDS = (*COMPARISONS, "at_least", "at_most", "equals")
+ORDERINGS, TRENDS = ("greater", "matched_best", "predicted"), ("increases", "decreases")
+KINDS = (*COMPARISONS, "at_least", "at_most", "equals", *ORDERINGS[1:], *TRENDS)
+RATIOS = ("ratio_at_least", "ratio_at_most")  # rechecked too; their bound has no units
+CHANCE_TESTED = (*COMPARISONS, *RATIOS, *TRENDS)  # matched_best, predicted: as greater
 COSTS = ("gpu_minutes", "audit_minutes", "train_minutes")
 DECISIONS = ("accuracy", "advantage", "precision", "recall")
 AT_FPR = re.compile(r"^(tpr|precision|fpr)@([0-9.]+)%$")
@@ -44,6 +53,17 @@ REL_TOL, ABS_TOL = 1e-9, 1e-12  # the absolute one only for quantities at 0
 
 class NotRechecked(Exception):
     """A row left to the package; the message says why."""
+
+
+class Recheck(NamedTuple):
+    """A row recomputed; ``chance``: the chance test (not re-run) could make it "no signal"."""
+    quantity: float
+    low: float
+    high: float
+    verdict: str
+    runs: int
+    chance: bool
+    study: str  # the studies it rests on, named as the row names them
 
 
 @dataclass
@@ -104,6 +124,7 @@ def exceedances(metric: str, n_in: int, n_out: int) -> float:
 
 def decide(kind: str, low: float, high: float, value: float, margin: float) -> str:
     """Where the interval lies against the claimed bound (``value``, ``margin`` as fractions)."""
+    kind = "greater" if kind in (*ORDERINGS, *TRENDS) else kind.removeprefix("ratio_")
     if kind in ("close", "equals"):
         centre, width = (0.0, value) if kind == "close" else (value, margin)
         holds = centre - width <= low and high <= centre + width
@@ -113,6 +134,38 @@ def decide(kind: str, low: float, high: float, value: float, margin: float) -> s
                         "not_below": (low >= -value, high < -value),
                         "at_least": (low >= value, high < value)}[kind]
     return "holds" if holds else "fails" if fails else "inconclusive"
+
+
+def interval(parts: list[np.ndarray], weights: list[float], level: float = 0.95
+             ) -> tuple[float, float, float]:
+    """sum w mean(part), parts independent (studies trained apart), with a Student-t interval
+    from each part's standard error over its runs and Welch-Satterthwaite's degrees of freedom;
+    one part gives the plain interval over its n - 1."""
+    pairs = list(zip(weights, parts, strict=True))
+    value = float(sum(w * p.mean() for w, p in pairs))
+    errors = [abs(w) * p.std(ddof=1) / math.sqrt(len(p)) for w, p in pairs]
+    variance = sum(e**2 for e in errors)
+    dof = (variance**2 / sum(e**4 / (len(p) - 1) for e, p in zip(errors, parts, strict=True))
+           if variance > 0 else math.inf)
+    half = stats.t.ppf(0.5 + level / 2, dof) * math.sqrt(variance)
+    return value, value - half, value + half
+
+
+def scale(claim: dict[str, Any], paper: str) -> float:
+    """100 where the paper prints the metric in percent (the claim's bounds are in its units)."""
+    metric, kind = claim["metric"], claim["kind"]
+    return 100.0 if kind not in RATIOS and (fpr_of(metric) is not None or metric.split("@")[
+        0] in DECISIONS or (metric == "auc" and paper == "subpop")) else 1.0
+
+
+def judge(claim: dict[str, Any], paper: str, parts: list[np.ndarray], weights: list[float],
+          resolvable: bool, study: str) -> Recheck:
+    """The interval of ``interval(parts, weights)`` and the verdict it gives on the claim."""
+    kind, (mean, low, high) = claim["kind"], interval(parts, weights)
+    value, margin = ((claim.get(key) or 0.0) / scale(claim, paper) for key in ("value", "margin"))
+    verdict = decide(kind, low, high, value, margin) if resolvable else "not resolvable"
+    chance = resolvable and kind in CHANCE_TESTED and low <= float(kind in RATIOS) <= high
+    return Recheck(mean, low, high, verdict, min(map(len, parts)), chance, study)
 
 
 class Run:
@@ -185,49 +238,137 @@ class Run:
             raise NotRechecked("attack instance not in the config")
         return names
 
-    def recheck(self, study: str, claim: dict[str, Any], paper: str
-                ) -> tuple[float, float, float, str, int]:
-        """The row's quantity, its interval, the verdict they give and the runs they rest on."""
-        kind, metric = claim["kind"], claim["metric"]
-        names = self.instances(study, claim)
-        metrics = [s.get("metric", metric) for s in (claim["a"], claim.get("b") or {})][:len(names)]
+    def quantity(self, study: str, claim: dict[str, Any], names: list[tuple[str, ...]]
+                 ) -> tuple[np.ndarray, bool, list[Side], list[str]]:
+        """The compared quantity in each run (a - b; a ratio's pseudo-values R + (a - R b) /
+        mean(b), whose spread is R's, not that of a / b run by run; or a), whether the audits
+        resolve it, each side and its metric."""
+        kind = claim["kind"]
+        metrics = [s.get("metric", claim["metric"])
+                   for s in (claim["a"], claim.get("b") or claim["a"])][:len(names)]
         sides = [self.side(study, n, m) for n, m in zip(names, metrics, strict=True)]
-        resolvable = all(side.resolvable for side in sides)
-        values = sides[0].values - sides[1].values if kind in COMPARISONS else sides[0].values
-        if (kind == "greater" and not resolvable
+        values, resolvable = sides[0].values, all(side.resolvable for side in sides)
+        if kind in RATIOS:
+            ratio = values.mean() / sides[1].values.mean()
+            values = ratio + (values - ratio * sides[1].values) / sides[1].values.mean()
+        elif len(sides) > 1:
+            values = values - sides[1].values
+        if (kind in ORDERINGS and not resolvable
                 and min(s.exceedances for s in sides) >= MIN_EXCEEDANCES
                 and all(m.startswith(("tpr@", "precision@")) and fpr_of(m) is not None
                         for m in metrics)):
             resolvable = True  # an ordering at low FPR, decided over the runs pooled
-        mean, n = float(values.mean()), len(values)  # Student-t 95% interval over the runs
-        half = stats.t.ppf(0.975, n - 1) * values.std(ddof=1) / math.sqrt(n)
-        low, high = mean - half, mean + half
-        if not resolvable:
-            return mean, low, high, "not resolvable", n
-        scale = 100.0 if (fpr_of(metric) is not None or metric.split("@")[0] in DECISIONS
-                          or (metric == "auc" and paper == "subpop")) else 1.0  # paper's units
-        value, margin = ((claim.get(key) or 0.0) / scale for key in ("value", "margin"))
-        verdict = decide(kind, low, high, value, margin)
-        if kind in ("close", "not_below") and verdict != "fails":
+        return values, resolvable, sides, metrics
+
+    def judged(self, study: str, claim: dict[str, Any], names: list[tuple[str, ...]],
+               paper: str) -> Recheck:
+        """A claim on one study, from its sides' instances ``names``."""
+        kind = claim["kind"]
+        values, resolvable, sides, metrics = self.quantity(study, claim, names)
+        ours = judge(claim, paper, [values], [1.0], resolvable, study)
+        if kind in ("close", "not_below") and ours.verdict not in ("fails", "not resolvable"):
             # vacuous parity: the reference side is as near chance as tolerance + half-width
             reaches = [abs(s.values.mean() - level) for s, m in
                        list(zip(sides, metrics, strict=True))[kind == "not_below":]
                        if (level := fpr_of(m) if m.startswith("tpr@")
                            else CHANCE.get(m.split("@")[0])) is not None]
-            if reaches and max(reaches) <= value + (high - low) / 2:
-                verdict = "no signal"
-        return mean, low, high, verdict, n
+            if reaches and max(reaches) <= (claim["value"] / scale(claim, paper)
+                                            + (ours.high - ours.low) / 2):
+                return ours._replace(verdict="no signal")
+        return ours
+
+    def recheck(self, row: pd.Series, claim: dict[str, Any]) -> Recheck:
+        """The row's quantity, its interval, the verdict they give and the runs they rest on."""
+        study, paper, kind = row["study"], row["paper"], claim["kind"]
+        if claim.get("pooled") or kind in TRENDS:
+            return (self.pooled if claim.get("pooled") else self.trend)(row, claim)
+        names, ordering = self.instances(study, claim), {**claim, "kind": "greater"}
+        if kind == "matched_best":  # beats every rival (another study's references): each at
+            # 95%; fails where one loses at Bonferroni's level; shown against it, else the
+            # rival with the lowest lower bound
+            pairs = [[names[0], (n,)] for n, a in self.studies[study]["attacks"].items()
+                     if a.get("reference_study") and a.get("paper_attack") == claim["a"]["attack"]]
+            found = [self.judged(study, ordering, pair, paper) for pair in pairs]
+            if "not resolvable" in (words := [f.verdict for f in found]):
+                return found[words.index("not resolvable")]
+            highs = [interval([self.quantity(study, ordering, pair)[0]], [1.0],
+                              1 - 0.05 / len(pairs))[2] for pair in pairs]
+            if min(highs) < 0:
+                return found[int(np.argmin(highs))]._replace(verdict="fails")
+            return found[int(np.argmin([f.low for f in found]))]._replace(
+                verdict="holds" if set(words) == {"holds"} else "inconclusive",
+                chance=all(f.chance for f in found))
+        if kind == "predicted":  # greater, of the side with the lower loss where told apart
+            gap, known, *_ = self.quantity(study, {**ordering, "metric": claim["predictor"]},
+                                           names[::-1])  # loss b - loss a
+            _, low, high = interval([gap], [1.0])
+            if known and not low <= 0.0 <= high:
+                return self.judged(study, ordering, names[::1 if low > 0 else -1], paper)
+            ours = self.judged(study, ordering, names, paper)  # no prediction: no quantity
+            return ours._replace(quantity=math.nan, low=math.nan, high=math.nan, verdict=(
+                "inconclusive" if known and ours.verdict != "not resolvable" else "not resolvable"))
+        return self.judged(study, claim, names, paper)
+
+    def standing_for(self, row: pd.Series, claim: dict[str, Any]) -> list[str]:
+        """The studies of the row's paper that stand for its dataset in the claim's artifact
+        (the artifact's ``paper_dataset`` where it runs a study as a stand-in), in config order,
+        their target of an architecture the claim is made for."""
+        settings = self.config["artifacts"].get(claim["artifact"], {})
+        stand_in = settings.get("paper_dataset")
+        return [study for study, cfg in self.studies.items() if cfg["paper"] == row["paper"]
+                and cfg.get("model", {}).get("arch") in claim.get("architectures", [
+                    cfg.get("model", {}).get("arch")])
+                and (stand_in if stand_in and study in settings.get("studies", ())
+                     else cfg.get("paper_dataset")) == row["paper_dataset"]]
+
+    def trend(self, row: pd.Series, claim: dict[str, Any]) -> Recheck:
+        """The attack's metric where ``over`` (DP epsilon; training-set size, from the first
+        target's card) is largest against where smallest: run by run where both studies audit
+        one split (dataset, split and non-members alike), else Welch from each one's runs."""
+        axis, points = {"epsilon": "epsilon", "train_size": "records"}[claim["over"]], []
+        for study in self.standing_for(row, claim):
+            cfg = self.studies[study]
+            card = self.results / "studies" / cfg.get("models_from", study) / "models/target/0.json"
+            dp = (cfg.get("training") or {}).get("dp")
+            level = (dp["epsilon"] if dp else None) if claim["over"] == "epsilon" else (
+                json.loads(card.read_text())["n_train"] if card.exists() else None)
+            attack = next((name for name, a in cfg["attacks"].items()
+                           if a.get("paper_attack") == claim["a"]["attack"] and (
+                               (setting := a.get("paper_setting") or "") == claim["a"].get(
+                                   "setting", "") or setting.startswith(f"{axis}="))), None)
+            if level is not None and attack:
+                points.append((float(level), study, attack))
+        ends = [max(points), min(points)]
+        sides = [self.side(study, (attack,), claim["metric"]) for _, study, attack in ends]
+        values = [side.values for side in sides[::1 if claim["kind"] == "increases" else -1]]
+        audited = [tuple(self.studies[s].get(k) for k in ("dataset", "split", "nonmembers"))
+                   for _, s, _ in ends]
+        paired = (audited[0] == audited[1] and audited[0][1] is not None
+                  and len(values[0]) == len(values[1]))
+        return judge(claim, row["paper"], [values[0] - values[1]] if paired else values,
+                     [1.0] if paired else [1.0, -1.0], all(s.resolvable for s in sides),
+                     f"{ends[0][1]} vs {ends[1][1]}")
+
+    def pooled(self, row: pd.Series, claim: dict[str, Any]) -> Recheck:
+        """A claim the paper states on average over its settings: the mean over the studies
+        that stand for the row's dataset and run its attacks of each one's paired quantity,
+        Welch from each study's runs (studies trained apart)."""
+        found = []
+        for study in self.standing_for(row, claim):
+            with contextlib.suppress(NotRechecked):  # a study without them: the row's "not run"
+                found.append((study, self.instances(study, claim)))
+        quantities = [self.quantity(study, claim, names) for study, names in found]
+        return judge(claim, row["paper"], [q[0] for q in quantities], [1 / len(found)] * len(
+            found), all(q[1] for q in quantities), ", ".join(study for study, _ in found))
 
 
-def out_of_scope(row: pd.Series, claim: dict[str, Any], studies: dict[str, Any]) -> str | None:
+def out_of_scope(row: pd.Series, claim: dict[str, Any]) -> str | None:
     """Why a row is left to the package, or None where this rechecks it."""
     if row["verdict"] == "not run":
         return "not run in the table"
-    if claim.get("pooled") or row["study"] not in studies:
-        return "across studies (trend or pooled)"
     if claim["metric"] in COSTS:
         return "cost metric (timing, not scores)"
-    return None if claim["kind"] in KINDS else f"kind {claim['kind']}"
+    return None if claim["kind"] in (*KINDS, *RATIOS) else f"kind {claim['kind']}"
 
 
 def report(run_dir: Path, repo: Path, config_path: Path) -> tuple[str, bool]:
@@ -242,9 +383,9 @@ def report(run_dir: Path, repo: Path, config_path: Path) -> tuple[str, bool]:
     for _, row in table.iterrows():
         claim = claims[row["paper"], row["claim"]]
         try:
-            if reason := out_of_scope(row, claim, config["studies"]):
+            if reason := out_of_scope(row, claim):
                 raise NotRechecked(reason)
-            ours = run.recheck(row["study"], claim, row["paper"])
+            ours = run.recheck(row, claim)
         except NotRechecked as why:
             skipped[str(why)].append(row["claim"] + (f" ({row['study']})" if isinstance(
                 row["study"], str) else ""))
@@ -254,12 +395,12 @@ def report(run_dir: Path, repo: Path, config_path: Path) -> tuple[str, bool]:
         quantity_ok = all(math.isclose(a, b, rel_tol=REL_TOL, abs_tol=ABS_TOL)
                           or (math.isnan(a) and math.isnan(b))
                           for a, b in zip(ours[:3], theirs[:3], strict=True))
-        # "no signal" by the chance test (not re-run) needs a comparison's interval to hold 0
-        chance = (theirs[3] == "no signal" and ours[3] not in ("no signal", "not resolvable")
-                  and claim["kind"] in COMPARISONS and ours[1] <= 0.0 <= ours[2])
+        # "no signal" by the chance test (not re-run) needs the interval to hold chance's 0 (1)
+        chance = theirs[3] == "no signal" != ours.verdict and ours.chance
         rechecked, identical, by_chance = rechecked + 1, identical + quantity_ok, by_chance + chance
-        agreeing += ours[3] == theirs[3]
-        if not (quantity_ok and ours[4] == theirs[4] and (chance or ours[3] == theirs[3])):
+        agreeing += ours.verdict == theirs[3]
+        if not (quantity_ok and ours.runs == theirs[4] and ours.study == row["study"]
+                and (chance or ours.verdict == theirs[3])):
             mismatches.append((row["claim"], row["study"], theirs, ours))
 
     def shown(q: tuple) -> str:
@@ -270,7 +411,7 @@ def report(run_dir: Path, repo: Path, config_path: Path) -> tuple[str, bool]:
              f"- quantity and interval identical (relative {REL_TOL:g}): {identical}",
              f"- verdicts agreeing: {agreeing} of {rechecked - by_chance}"
              + (f"; {by_chance} more \"no signal\" rest on the chance test (not re-run), their "
-                "intervals holding 0 as it requires" if by_chance else ""),
+                "intervals holding 0 (a ratio's 1) as it requires" if by_chance else ""),
              f"- not rechecked: {sum(map(len, skipped.values()))}",
              *(f"  - {reason}: {len(rows)}: {'; '.join(rows)}"
                for reason, rows in sorted(skipped.items(), key=lambda kv: -len(kv[1]))),
@@ -278,8 +419,9 @@ def report(run_dir: Path, repo: Path, config_path: Path) -> tuple[str, bool]:
     if mismatches:
         lines += ["| claim | study | table quantity [low, high], runs | table verdict "
                   "| recomputed | recomputed verdict |", "|---|---|---|---|---|---|"]
-        lines += [f"| {claim} | {study} | {shown(theirs)} | {theirs[3]} | {shown(ours)} "
-                  f"| {ours[3]} |" for claim, study, theirs, ours in mismatches] + [""]
+        lines += [f"| {claim} | {study} | {shown(theirs)} | {theirs[3]} | {shown(ours)}"
+                  + ("" if ours.study == study else f" on {ours.study}") + f" | {ours.verdict} |"
+                  for claim, study, theirs, ours in mismatches] + [""]
     return "\n".join(lines), not mismatches
 
 

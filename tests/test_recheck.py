@@ -109,3 +109,17 @@ def test_a_table_that_differs_from_the_scores_fails_the_recheck(tmp_path):
     assert passed.returncode == 0 and "rechecked from the score files: 1 of 1" in passed.stdout
     failed = recheck("inconclusive")
     assert failed.returncode == 1 and "| X-C1 | s |" in failed.stdout
+
+
+def test_its_welch_interval_is_the_packages_across_studies():
+    """Trends and rows pooled over studies trained apart: a difference and a mean of studies'
+    replicate-level values, each with Welch-Satterthwaite's degrees of freedom."""
+    rng = np.random.default_rng(1)
+    parts = [rng.normal(0.6, 0.05, 5), rng.normal(0.5, 0.02, 3), rng.normal(0.55, 0.04, 10)]
+    estimates = [uncertainty.Estimate(float(p.mean()), p, "replicates") for p in parts]
+    for ours, theirs in (
+            (recheck_claims.interval(parts[:2], [1.0, -1.0]),
+             uncertainty.difference_across_studies(estimates[0], estimates[1])),
+            (recheck_claims.interval(parts, [1 / 3] * 3),
+             uncertainty.mean_across_studies(estimates))):
+        assert ours == pytest.approx((theirs.value, *theirs.interval()), rel=1e-9)
