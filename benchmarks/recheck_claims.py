@@ -153,9 +153,10 @@ def interval(parts: list[np.ndarray], weights: list[float], level: float = 0.95
 
 def scale(claim: dict[str, Any], paper: str) -> float:
     """100 where the paper prints the metric in percent (the claim's bounds are in its units)."""
-    metric, kind = claim["metric"], claim["kind"]
-    return 100.0 if kind not in RATIOS and (fpr_of(metric) is not None or metric.split("@")[
-        0] in DECISIONS or (metric == "auc" and paper == "subpop")) else 1.0
+    metric = claim["metric"]
+    percent = (fpr_of(metric) is not None or metric.split("@")[0] in DECISIONS
+               or (metric == "auc" and paper == "subpop"))
+    return 100.0 if percent and claim["kind"] not in RATIOS else 1.0
 
 
 def judge(claim: dict[str, Any], paper: str, parts: list[np.ndarray], weights: list[float],
