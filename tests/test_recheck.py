@@ -67,15 +67,13 @@ def test_its_verdicts_are_the_packages_on_hand_intervals():
 def test_a_table_that_differs_from_the_scores_fails_the_recheck(tmp_path):
     """A partition study of four targets, two attacks, one claim: the table the package would
     write passes; the same table with another verdict exits 1 and names the row."""
-    rng = np.random.default_rng(0)
-    frames = {}
+    rng, member, frames = np.random.default_rng(0), np.arange(400) % 2 == 0, {}
+    folder = tmp_path / "run/results/studies/s/scores"
+    folder.mkdir(parents=True)
     for attack, shift in (("lira", 1.0), ("loss", 0.3)):
-        rows = [pd.DataFrame({"target": t, "sample": np.arange(400), "member": member,
-                              "score": rng.normal(member * shift, 1.0)})
-                for t in range(4) for member in [np.arange(400) % 2 == 0]]
-        frames[attack] = pd.concat(rows)
-        folder = tmp_path / "run/results/studies/s/scores"
-        folder.mkdir(parents=True, exist_ok=True)
+        frames[attack] = pd.concat([pd.DataFrame({
+            "target": t, "sample": np.arange(400), "member": member,
+            "score": rng.normal(member * shift, 1.0)}) for t in range(4)])
         frames[attack].to_parquet(folder / f"{attack}.parquet")
     repo = tmp_path / "repo"
     (repo / "miarepro/artifacts/claims").mkdir(parents=True)
