@@ -80,10 +80,12 @@ def logsumexp(values: np.ndarray) -> np.ndarray:
 
     The shifted values (all ``<= 0``) are exponentiated in float32 and summed in float64: the
     result is within about 1e-7 of the float64 computation (below the rounding of float32 logits
-    themselves), and on a CPU without AVX-512 numpy's float32 exponential is 4x faster than its
-    float64 one, which was most of LiRA's and RMIA's scoring time. scipy's ``logsumexp`` computes
-    the same in float64, but its checks and copies made it 85% of LiRA's scoring time (64 models
-    x 30,000 samples x 100 classes).
+    themselves) where the terms differ by more than float32's resolution at 1, as other classes'
+    logits do (RMIA's mean over models of probabilities near 1 is taken in float64 instead), and
+    on a CPU without AVX-512 numpy's float32 exponential is 4x faster than its float64 one,
+    which was most of LiRA's scoring time. scipy's ``logsumexp`` computes the same in float64,
+    but its checks and copies made it 85% of LiRA's scoring time (64 models x 30,000 samples x
+    100 classes).
     """
     top = values.max(axis=-1, keepdims=True)
     top[top == -np.inf] = 0.0
