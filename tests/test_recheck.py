@@ -12,9 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from overfit import overfit_context
 
 from miarepro import metrics, uncertainty
 from miarepro.artifacts import claims
+from miarepro.attacks import get_attack
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 sys.path.append(str(BENCHMARKS))
@@ -121,3 +123,34 @@ def test_its_welch_interval_is_the_packages_across_studies():
             (recheck_claims.interval(parts, [1 / 3] * 3),
              uncertainty.mean_across_studies(estimates))):
         assert ours == pytest.approx((theirs.value, *theirs.interval()), rel=1e-9)
+
+
+@pytest.mark.parametrize(("family", "params"), [
+    ("lira", {"mode": "offline", "variance": "per_example", "statistic": "hinge"}),
+    ("lira", {"mode": "online", "variance": "global", "statistic": "loss"}),
+    ("rmia", {"mode": "offline", "a": 0.3}), ("attack_r", {})])
+def test_its_scores_from_the_logits_are_the_packages(family, params):
+    """benchmarks/recheck_scores.py's own LiRA, RMIA and Attack-R, on an overfit target and
+    32 reference models, at the package's float32 statistics: the same scores."""
+    import recheck_scores
+
+    ctx = overfit_context()
+    audit, population = ctx.audit, ctx.population
+
+    def inputs(key: str, where: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        target = recheck_scores.statistics(ctx.target_logits, ctx.labels, True)[key]
+        refs = np.stack([recheck_scores.statistics(r, ctx.labels, True)[key]
+                         for r in ctx.reference_logits])
+        return target[:, where], refs[:, :, where], ctx.reference_masks[:, where]
+
+    theirs = get_attack(family).fn(ctx, **params)
+    if family == "lira":
+        ours = recheck_scores.lira(*inputs(params["statistic"], audit), params["mode"],
+                                   params["variance"])
+    elif family == "rmia":
+        ratio = [recheck_scores.rmia_ratio(*inputs("loss", where), params["a"])
+                 for where in (audit, population)]
+        ours = recheck_scores.continuous_step(ratio[1], ratio[0])[1]
+    else:
+        ours = recheck_scores.attack_r(*inputs("loss", audit))
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9)

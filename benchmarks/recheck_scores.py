@@ -1,0 +1,263 @@
+"""Recompute attack scores from a run's saved model outputs: an independent check of scoring.
+
+    .venv/bin/python benchmarks/recheck_scores.py --run DIR [--config FILE] [--float32]
+        [STUDY:ATTACK ...]
+
+A score file (``studies/<study>/scores/<attack>.parquet``) is the package's attack code applied
+to the logits each model saved (``models/<role>/<index>.npy``: queries x records x classes).
+This rebuilds the attack's inputs without importing ``miarepro``: each target's audit and
+population and every model's membership come again from ``split.npz`` (repetition ``t`` drawn
+from ``default_rng([seed, t])``, complementary halves from ``default_rng([seed, role, i // 2])``)
+and must match the SHA-256 of the training indices in the model's JSON card. The attacks follow
+their papers: Attack-P / LOSS / Marginal (the statistic), LiRA (IN / OUT Gaussians, per-sample
+or pooled variance; offline ``sum log Phi``, online log-likelihood ratio), offline RMIA
+(``p(x) = ((1 + a) mean_OUT p + 1 - a) / 2``, ``Pr_z[LR(x, z) >= gamma]``), Attack-R (the
+target's percentile among its OUT losses, ML Privacy Meter's range [0, 1000] appended). RMIA's
+file holds the package's refinement of the step score, ``(d + f) / (|Z| + 1)``, recomputed here
+from that formula; beside it the published step score's AUC and the share of rows with
+``d = floor(score (|Z| + 1))`` (the refinement breaks ties and reorders nothing).
+
+Each target's rows are compared in the file's order. MATCH: every row within 1e-6 of
+max(|score|, the scores' spread); CLOSE: ranks and AUC agree (Spearman > 0.9999, AUC within
+1e-3); else MISMATCH, exit status 1. Everything here is float64; the package exponentiates in
+float32 inside the log-sum-exp of its statistics (``miarepro/signals.py``), and ``--float32``
+does the same, to tell a difference of precision from one of method. This check found RMIA's
+mean of probabilities over models taken so too, where their spread is below float32's
+resolution: it is float64 now, here and in the package. The score jobs' other attacks (IHA,
+BMIA, QMIA, Stolen Memories, Subpop) are checked against hand computations in ``tests/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+from scipy import special, stats
+
+DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "attack-r-n8",
+                                          "lira-n2", "lira-n8", "lira-global-n8", "rmia-n2",
+                                          "rmia-n8")] \
+    + [f"iha-mnist{r}:{a}" for r in ("", "-r1", "-r2") for a in ("loss", "lira-online")] \
+    + [f"qmia-mnist-mlp1:{a}" for a in ("marginal", "lira-n2", "lira-n8", "lira-ref-mlp4")]
+ROLE_IDS, STRIDE, TOLERANCE = {"target": 1, "reference": 2}, 1000, 1e-6
+REPO = Path(__file__).resolve().parent.parent
+
+
+# --- splits: which records each model trained on -------------------------------------------
+def partition(split: dict, t: int) -> dict:
+    """Repetition ``t`` of a split: the stored one for 0 or a balanced split, else redrawn."""
+    if str(split["scheme"]) == "balanced" or t == 0:
+        return split
+    n = int(split["n_samples"]) - len(split["ood"])
+    order = np.random.default_rng([int(split["seed"]), t]).permutation(n)
+    cuts = np.round(np.cumsum([0.0, *split["fraction_values"]]) * n).astype(int)
+    part = {name: np.sort(order[cuts[k]:cuts[k + 1]])
+            for k, name in enumerate(split["fraction_names"].tolist())}
+    part.setdefault("population", np.empty(0, dtype=np.int64))
+    part["audit"] = np.sort(np.concatenate([part["target_train"], part["target_test"]]))
+    if "reference_parts" in split:
+        part["reference_parts"] = split["reference_parts"]
+    return part
+
+
+def trained_on(split: dict, role: str, index: int) -> np.ndarray:
+    """Models 2j and 2j+1 split their pool in complementary halves (a partition's target:
+    its repetition's training part)."""
+    seed, balanced = int(split["seed"]), str(split["scheme"]) == "balanced"
+    if role == "target" and not balanced:
+        return partition(split, index)["target_train"]
+    part = partition(split, 0 if balanced else index // STRIDE)
+    pool = part["reference_pool"] if role == "target" or "reference_parts" not in part \
+        else np.sort(np.concatenate([part[p] for p in part["reference_parts"].tolist()]))
+    order = np.random.default_rng([seed, ROLE_IDS[role], index // 2]).permutation(len(pool))
+    return np.sort(pool[order[:len(pool) // 2] if index % 2 == 0 else order[len(pool) // 2:]])
+
+
+def checked_mask(split: dict, models: Path, role: str, index: int) -> np.ndarray:
+    """Membership of a model over the dataset, after checking it against the model's card."""
+    indices = trained_on(split, role, index)
+    card = json.loads((models / role / f"{index}.json").read_text())
+    digest = hashlib.sha256(np.ascontiguousarray(indices, dtype=np.int64).tobytes()).hexdigest()
+    if digest != card["train_indices_sha256"]:
+        raise SystemExit(f"membership of {models}/{role}/{index} differs from its card")
+    mask = np.zeros(int(split["n_samples"]), dtype=bool)
+    mask[indices] = True
+    return mask
+
+
+# --- statistics, member-high, (queries, records) -------------------------------------------
+def lse(values: np.ndarray, axis: int, f32: bool) -> np.ndarray:
+    """log-sum-exp over ``axis``; ``f32``: as the package's, the maximum subtracted in the
+    input's precision, the exponentials taken in float32 and summed in float64."""
+    if not f32:
+        return special.logsumexp(np.asarray(values, dtype=np.float64), axis=axis)
+    top = np.max(values, axis=axis, keepdims=True)
+    top[top == -np.inf] = 0.0
+    shifted = np.exp((values - top).astype(np.float32))
+    return np.log(shifted.sum(axis=axis, dtype=np.float64)) + np.squeeze(top, axis)
+
+
+def statistics(logits: np.ndarray, labels: np.ndarray, f32: bool) -> dict[str, np.ndarray]:
+    z = logits if f32 else np.asarray(logits, dtype=np.float64)
+    true = np.take_along_axis(z, np.broadcast_to(labels[None, :, None], (*z.shape[:2], 1)),
+                              axis=-1)[..., 0].astype(np.float64)
+    others = np.where(np.arange(z.shape[-1]) == labels[:, None], -np.inf, z)
+    margin = true - lse(others, -1, f32)  # log p_y - log(1 - p_y)
+    return {"hinge": true - others.max(axis=-1), "loss": -np.logaddexp(0.0, -margin)}
+
+
+# --- attacks: target (A, N), refs (K, A, N), member (K, N) ---------------------------------
+def gaussian(values: np.ndarray, mask: np.ndarray, pooled: bool) -> tuple[np.ndarray, ...]:
+    """Mean and unbiased variance over the masked models: per sample, or pooled within samples
+    (also for a sample with fewer than two models), per query."""
+    count = mask.sum(axis=0)
+    masked = np.where(mask[:, None], values, np.nan)
+    mean = np.nanmean(masked, axis=0)
+    squares = np.nansum((masked - mean) ** 2, axis=0)
+    pooled_var = squares.sum(axis=1, keepdims=True) / np.maximum(count - 1, 0).sum()
+    var = np.where((count >= 2) & (not pooled), squares / np.maximum(count - 1, 1), pooled_var)
+    return mean, np.maximum(var, 1e-24)
+
+
+def lira(target, refs, member, mode: str, variance: str) -> np.ndarray:
+    mu_out, var_out = gaussian(refs, ~member, variance == "global")
+    if mode == "offline":
+        return stats.norm.logcdf(target, mu_out, np.sqrt(var_out)).sum(axis=0)
+    mu_in, var_in = gaussian(refs, member, variance == "global")
+    return (stats.norm.logpdf(target, mu_in, np.sqrt(var_in))
+            - stats.norm.logpdf(target, mu_out, np.sqrt(var_out))).sum(axis=0)
+
+
+def rmia_ratio(target, refs, member, a: float) -> np.ndarray:
+    """log p(x | theta) - log p(x), p(x) the offline estimate from the OUT models (the means of
+    probabilities near 1 in float64: their spread is below float32's resolution there)."""
+    log_ref = lse(refs, 1, False) - np.log(refs.shape[1])  # mean p over queries
+    out = np.where((~member).any(axis=0), ~member, True)  # no OUT model: all of them
+    with np.errstate(divide="ignore"):
+        log_out = lse(np.where(out, log_ref, -np.inf), 0, False) - np.log(out.sum(axis=0))
+    log_prior = np.logaddexp(np.log1p(a) + log_out, np.log1p(-a)) - np.log(2)
+    return lse(target, 0, False) - np.log(len(target)) - log_prior
+
+
+def continuous_step(ratio_z: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """d = #{z <= v} (the step score times |Z|) and (d + f) / (|Z| + 1), f the position of v
+    between its neighbours in Z (exp(v - z_min) below all, 1 - exp(z_max - v) above all)."""
+    z = np.sort(ratio_z)
+    d = np.searchsorted(z, v, side="right")
+    lo, hi = z[np.clip(d - 1, 0, len(z) - 1)], z[np.clip(d, 0, len(z) - 1)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = np.where(d == 0, np.exp(v - z[0]),
+                     np.where(d == len(z), -np.expm1(z[-1] - v), (v - lo) / (hi - lo)))
+    return d, (d + f) / (len(z) + 1)
+
+
+def attack_r(target, refs, member) -> np.ndarray:
+    """Percentile of the target's -loss among its OUT models' with -1000 and 0 appended: the
+    inverse of numpy's linear quantile, thresholded at 1 - alpha for each FPR alpha."""
+    values, target = refs.mean(axis=1), np.clip(target.mean(axis=0), -1000.0, 0.0)
+    out = np.empty(len(target))
+    for n in range(len(target)):
+        grid = np.sort(np.concatenate([values[~member[:, n], n], [-1000.0, 0.0]]))
+        out[n] = np.interp(target[n], grid, np.linspace(0, 1, len(grid)))
+    return out
+
+
+def auc(score: np.ndarray, member: np.ndarray) -> float:
+    ranks, n1 = stats.rankdata(score), member.sum()
+    return float((ranks[member].sum() - n1 * (n1 + 1) / 2) / (n1 * (len(member) - n1)))
+
+
+# --- one (study, attack) --------------------------------------------------------------------
+def recheck(run: Path, config: dict, study: str, name: str, f32: bool) -> dict:
+    base = re.sub(r"-r\d+$", "", study)  # a replicate's attacks are its study's
+    entry = config["studies"][base]["attacks"][name]
+    home = run / "results" / "studies" / study
+    models = home / "models"
+    if "reference_study" in entry:  # the same replicate of the other study
+        models = home.parent / (entry["reference_study"] + study[len(base):]) / "models"
+    labels = np.load(run / f"results/datasets/{config['studies'][base]['dataset']}.npz")["y"]
+    split = dict(np.load(home / "split.npz"))
+    kind, k = entry["attack"], entry.get("n_reference", 0)
+    cache: dict = {}
+
+    def stat(where: Path, index: int, key: str, idx: np.ndarray) -> np.ndarray:
+        if (where, index) not in cache:
+            cache[where, index] = statistics(np.load(where / f"{index}.npy"), labels, f32)
+        return cache[where, index][key][:, idx]
+
+    def inputs(key: str, idx: np.ndarray, t: int, refs: list[int], masks: np.ndarray) -> tuple:
+        return (stat(home / "models" / "target", t, key, idx),
+                np.stack([stat(models / "reference", i, key, idx) for i in refs]), masks[:, idx])
+
+    rows = {key: [] for key in ("abs", "rel", "tol", "rho", "ours", "theirs", "step", "agree")}
+    for t, theirs in pd.read_parquet(home / "scores" / f"{name}.parquet").groupby("target"):
+        part, t = partition(split, int(t)), int(t)
+        audit, member = part["audit"], checked_mask(split, home / "models", "target", t)
+        if not (np.array_equal(theirs["sample"], audit)
+                and np.array_equal(theirs["member"], member[audit])):
+            raise SystemExit(f"{study}/{name} target {t}: audit or membership differs")
+        refs = [(t * STRIDE if str(split["scheme"]) == "partition" else 0) + i for i in range(k)]
+        masks = np.array([checked_mask(split, models, "reference", i) for i in refs],
+                         dtype=bool).reshape(k, len(labels))
+        on = {"t": t, "refs": refs, "masks": masks}
+        if kind == "marginal":
+            ours = stat(home / "models" / "target", t, entry["statistic"], audit).mean(axis=0)
+        elif kind == "lira":
+            ours = lira(*inputs(entry["statistic"], audit, **on), entry.get("mode", "online"),
+                        entry.get("variance", "per_example"))
+        elif kind == "attack_r" and entry.get("statistic", "loss") == "loss":
+            ours = attack_r(*inputs("loss", audit, **on))
+        elif kind == "rmia" and entry.get("mode", "offline") == "offline":
+            a = entry.get("a", 0.3)
+            x = rmia_ratio(*inputs("loss", audit, **on), a)
+            z = rmia_ratio(*inputs("loss", part["population"], **on), a)
+            step, ours = continuous_step(z, x - np.log(entry.get("gamma", 1.0)))
+            rows["agree"].append(np.mean(np.floor(theirs["score"] * (len(z) + 1)) == step))
+            rows["step"].append(auc(step / len(z), member[audit]))
+        else:
+            raise SystemExit(f"{study}/{name}: attack {kind!r} with {entry} is not rechecked")
+        diff = np.abs(ours - (score := theirs["score"].to_numpy()))
+        rows["abs"].append(diff.max())
+        rows["rel"].append((diff / np.maximum(np.abs(score), 1e-300)).max())
+        rows["tol"].append((diff / np.maximum(np.abs(score), score.std())).max() / TOLERANCE)
+        rows["rho"].append(stats.spearmanr(ours, score).statistic)
+        rows["ours"].append(auc(ours, member[audit]))
+        rows["theirs"].append(auc(score, member[audit]))
+    close = min(rows["rho"]) > 0.9999 and np.ptp([rows["ours"], rows["theirs"]], 0).max() < 1e-3
+    mean = {key: np.mean(values) if values else np.nan for key, values in rows.items()}
+    return {"study": study, "attack": name, "targets": len(rows["abs"]),
+            "max_abs": max(rows["abs"]), "max_rel": max(rows["rel"]),
+            "min_spearman": min(rows["rho"]), **{f"auc_{key}": mean[key] for key in
+                                                 ("ours", "theirs", "step")},
+            "step_agrees": mean["agree"],
+            "verdict": "MATCH" if max(rows["tol"]) <= 1 else "CLOSE" if close else "MISMATCH"}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", type=Path, required=True)
+    parser.add_argument("--config", type=Path, default=REPO / "config" / "config.yaml",
+                        help="the run's config (default: the repository's)")
+    parser.add_argument("--float32", action="store_true",
+                        help="the statistics' exponentials in float32, as the package's")
+    parser.add_argument("pairs", nargs="*", default=DEFAULT, help="STUDY:ATTACK")
+    args = parser.parse_args()
+    config = yaml.safe_load(args.config.read_text())
+    table = pd.DataFrame([recheck(args.run, config, *pair.split(":"), args.float32)
+                          for pair in args.pairs])
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print("\nAUCs: means over targets. RMIA: auc_step, the published step score d / |Z|; "
+          "step_agrees, the share of rows with d = floor(score (|Z| + 1)).")
+    return int((table["verdict"] == "MISMATCH").any())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
