@@ -8,9 +8,10 @@ tables and per-job benchmarks afterwards. With
 ``--setup`` the environment is also built from scratch in a temporary copy of the repository,
 and ``--tests`` times the test suite. Prints a Markdown report (and writes it to ``--out``).
 
-The report also gives the claims table recomputed from the run's scores by code that does not
-import the package (``benchmarks/recheck_claims.py``), so that a timing run checks its verdicts
-too.
+The report also gives the claims table recomputed from the run's scores, and scores recomputed
+from its models' logits, by code that does not import the package
+(``benchmarks/recheck_claims.py``, ``benchmarks/recheck_scores.py``), so that a timing run
+checks its verdicts too.
 
 Machines differ two to three times for this workload, so the report opens with a machine-speed
 figure: a fixed calibration workload on one thread (:data:`CALIBRATION`: one epoch of a LeNet
@@ -267,6 +268,14 @@ def main() -> None:
                      "; ".join(line.removeprefix("- ") for line in recheck.stdout.splitlines()
                                if line.startswith(("- rechecked", "- verdicts", "- mismatches")))
                      or f"failed: {recheck.stderr.strip()[-300:]}"))
+        scores = subprocess.run([sys.executable, str(ROOT / "benchmarks/recheck_scores.py"),
+                                 "--run", str(work), "--float32"], capture_output=True,
+                                text=True, check=False)
+        verdicts = re.findall(r" (MATCH|CLOSE|MISMATCH)$", scores.stdout, re.MULTILINE)
+        rows.append(("scores recomputed from the saved logits (`recheck_scores.py --float32`): "
+                     "study and attack pairs", ", ".join(
+                         f"{verdicts.count(v)} {v}" for v in ("MATCH", "CLOSE", "MISMATCH"))
+                     if verdicts else f"failed: {scores.stderr.strip()[-300:]}"))
         if args.setup:
             copy = Path(scratch) / "repo"
             shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
