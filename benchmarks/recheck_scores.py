@@ -12,7 +12,9 @@ and must match the SHA-256 of the training indices in the model's JSON card. The
 their papers: Attack-P / LOSS / Marginal (the statistic), LiRA (IN / OUT Gaussians, per-sample
 or pooled variance; offline ``sum log Phi``, online log-likelihood ratio), offline RMIA
 (``p(x) = ((1 + a) mean_OUT p + 1 - a) / 2``, ``Pr_z[LR(x, z) >= gamma]``), Attack-R (the
-target's percentile among its OUT losses, ML Privacy Meter's range [0, 1000] appended). RMIA's
+target's percentile among its OUT losses, ML Privacy Meter's range [0, 1000] appended),
+Watson et al.'s and Sablayrolles et al.'s calibrated losses (the OUT mean; the midpoint of the
+IN and OUT means). RMIA's
 file holds the package's refinement of the step score, ``(d + f) / (|Z| + 1)``, recomputed here
 from that formula; beside it the published step score's AUC and the share of rows with
 ``d = floor(score (|Z| + 1))`` (the refinement breaks ties and reorders nothing).
@@ -45,7 +47,9 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
                                           "lira-n2", "lira-n8", "lira-global-n8", "rmia-n2",
                                           "rmia-n8")] \
     + [f"iha-mnist{r}:{a}" for r in ("", "-r1", "-r2") for a in ("loss", "lira-online")] \
-    + [f"qmia-mnist-mlp1:{a}" for a in ("marginal", "lira-n2", "lira-n8", "lira-ref-mlp4")]
+    + [f"qmia-mnist-mlp1:{a}" for a in ("marginal", "lira-n2", "lira-n8", "lira-ref-mlp4")] \
+    + [f"{study}:{a}" for study in ("iha-purchase", "subpop-mnist")
+       for a in ("watson", "sablayrolles")]
 ROLE_IDS, STRIDE, TOLERANCE = {"target": 1, "reference": 2}, 1000, 1e-6
 REPO = Path(__file__).resolve().parent.parent
 
@@ -169,6 +173,18 @@ def attack_r(target, refs, member) -> np.ndarray:
     return out
 
 
+def calibrated(target, refs, member, kind: str) -> np.ndarray:
+    """Watson et al.'s loss calibrated by the OUT models' mean; Sablayrolles et al.'s by the
+    midpoint of the IN and OUT means (every audited record here has both)."""
+    values, target = refs.mean(axis=1), target.mean(axis=0)
+    mean_out = np.nanmean(np.where(member, np.nan, values), axis=0)
+    if kind == "watson":
+        return target - mean_out
+    if not (member.any(axis=0) & (~member).any(axis=0)).all():
+        raise SystemExit("a record without IN or OUT models: not rechecked")
+    return target - 0.5 * (np.nanmean(np.where(member, values, np.nan), axis=0) + mean_out)
+
+
 def auc(score: np.ndarray, member: np.ndarray) -> float:
     ranks, n1 = stats.rankdata(score), member.sum()
     return float((ranks[member].sum() - n1 * (n1 + 1) / 2) / (n1 * (len(member) - n1)))
@@ -212,6 +228,8 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool) -> dict:
         elif kind == "lira":
             ours = lira(*inputs(entry["statistic"], audit, **on), entry.get("mode", "online"),
                         entry.get("variance", "per_example"))
+        elif kind in ("watson", "sablayrolles"):
+            ours = calibrated(*inputs(entry.get("statistic", "loss"), audit, **on), kind)
         elif kind == "attack_r" and entry.get("statistic", "loss") == "loss":
             ours = attack_r(*inputs("loss", audit, **on))
         elif kind == "rmia" and entry.get("mode", "offline") == "offline":
