@@ -132,8 +132,11 @@ def gaussian(values: np.ndarray, mask: np.ndarray, pooled: bool) -> tuple[np.nda
 
 def lira(target, refs, member, mode: str, variance: str) -> np.ndarray:
     mu_out, var_out = gaussian(refs, ~member, variance == "global")
-    if mode == "offline":
-        return stats.norm.logcdf(target, mu_out, np.sqrt(var_out)).sum(axis=0)
+    if mode == "offline":  # sum log Phi(z), as -log(-sum log Phi(z)): log Phi(z) rounds to 0
+        z = (target - mu_out) / np.sqrt(var_out)  # beyond z = 38.5, where -log Phi(z) = Q(z)
+        with np.errstate(divide="ignore"):
+            tail = np.where(z > 30, stats.norm.logsf(z), np.log(-stats.norm.logcdf(z)))
+        return -special.logsumexp(tail, axis=0)
     mu_in, var_in = gaussian(refs, member, variance == "global")
     return (stats.norm.logpdf(target, mu_in, np.sqrt(var_in))
             - stats.norm.logpdf(target, mu_out, np.sqrt(var_out))).sum(axis=0)

@@ -91,15 +91,41 @@ def test_lira_online_hand_case():
 
 
 def test_lira_offline_hand_case():
-    expected = norm.logcdf([(2.5 - 2) / np.sqrt(2), (0.75 - 0.5) / np.sqrt(0.5),
-                            (0.5 - 1) / np.sqrt(2)])
+    """The one-sided test log Phi(z) against the OUT Gaussian, returned as -log(-log Phi(z))
+    (the same ranking; see the next test)."""
+    def score(z):
+        return -np.log(-norm.logcdf(z))
+
+    expected = score(np.array([(2.5 - 2) / np.sqrt(2), (0.75 - 0.5) / np.sqrt(0.5),
+                               (0.5 - 1) / np.sqrt(2)]))
     np.testing.assert_allclose(run("lira", tiny(), mode="offline", statistic="hinge"), expected)
     # on the loss: Gaussians of -loss over the OUT models
     out = {0: [1.0, 3.0], 1: [1.0, 0.0], 2: [2.0, 0.0]}
-    expected_loss = [norm.logcdf((-_loss(T[i]) - np.mean(-_loss(v))) / np.std(_loss(v), ddof=1))
+    expected_loss = [score((-_loss(T[i]) - np.mean(-_loss(v))) / np.std(_loss(v), ddof=1))
                      for i, v in out.items()]
     np.testing.assert_allclose(run("lira", tiny(), mode="offline", statistic="loss"),
                                expected_loss)
+
+
+def test_lira_offline_keeps_records_far_in_the_tail_apart():
+    """With two OUT models that nearly agree, z reaches thousands, where sum log Phi(z) rounds
+    to 0 (beyond about 38.5): such records tied at the top, members and non-members alike,
+    and every TPR at a low FPR fell to 0. The score ranks as sum_a log Phi(z_a) does, and
+    keeps them apart: log(-log Phi(z)) is log Phi(-z) there."""
+    from miarepro.attacks.lira import offline_score
+
+    z = np.array([[-40.0, -3.0, 0.0, 8.0, 29.0, 31.0, 39.0, 45.0, 1e3, 1e5],
+                  [0.0, 1.0, -2.0, 0.5, 3.0, 2.0, 40.0, 50.0, 60.0, 70.0]])  # (A=2, N)
+    values = np.stack([np.zeros_like(z) - 1.0, np.zeros_like(z) + 1.0])  # OUT: mean 0, var 2
+    score = offline_score(z * np.sqrt(2.0), values, np.zeros((2, z.shape[1]), bool),
+                          "per_example")
+    log_cdf = norm.logcdf(z).sum(axis=0)
+    unsaturated = log_cdf < 0
+    assert np.isfinite(score).all() and len(set(score)) == len(score)
+    assert (np.argsort(score[unsaturated]) == np.argsort(log_cdf[unsaturated])).all()
+    np.testing.assert_allclose(score[unsaturated], -np.log(-log_cdf[unsaturated]), rtol=1e-12)
+    # the last four round to 0 in log Phi; their tails Q(39) + Q(40) > ... > Q(1e5) + Q(70)
+    assert not unsaturated[-4:].any() and (np.diff(score[-4:]) > 0).all()
 
 
 def test_lira_online_without_in_models_uses_shift_and_pooled_variance():
@@ -260,11 +286,12 @@ def test_l_attack_and_lira_l_hand_case():
     # LiRA-L: one-sided test against the LOO models
     np.testing.assert_allclose(
         run("lira_l", ctx, statistic="hinge"),
-        norm.logcdf((target - loo_values.mean(1)) / loo_values.std(1, ddof=1)))
+        -np.log(-norm.logcdf((target - loo_values.mean(1)) / loo_values.std(1, ddof=1))))
     reference = -_loss(loo_values)
     np.testing.assert_allclose(
         run("lira_l", ctx),
-        norm.logcdf((-_loss(target) - reference.mean(1)) / reference.std(1, ddof=1)))
+        -np.log(-norm.logcdf((-_loss(target) - reference.mean(1))
+                             / reference.std(1, ddof=1))))
 
 
 def test_shadow_scores_each_class_by_a_classifier_of_its_own_rows_by_hand():
