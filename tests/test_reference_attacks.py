@@ -210,19 +210,20 @@ def rmia_reference(ratio_x: np.ndarray, ratio_z: np.ndarray, gamma: float) -> np
 
 
 def test_rmia_averages_the_models_probabilities_in_float64():
-    """A record the models fit has log p near -1e-8, spread over the models below float32's
-    resolution at 1: its mean over the models is taken in float64, not rounded to the largest
-    term (which ordered such records' ratios by rounding)."""
+    """A record the models fit has log p near -1e-8 (-1e-15 on a full-scale model), spread over
+    the models below float32's (float64's) resolution at 1: its mean over the models is not
+    rounded to the largest term (which ordered such records' ratios by rounding)."""
     from miarepro.attacks.rmia import _log_mean
 
     rng = np.random.default_rng(0)
-    log_p = -1e-8 * (1 + rng.random((8, 50)))  # the largest and the mean about 3e-9 apart
     mask = rng.random((8, 50)) < 0.5
     mask[0] = True
-    for given, kept in ((None, np.ones_like(mask)), (mask, mask)):
-        # log(mean(exp(v))) as log1p(mean(expm1(v))): exact to float64 at these magnitudes
-        expected = np.log1p(np.nanmean(np.where(kept, np.expm1(log_p), np.nan), axis=0))
-        np.testing.assert_allclose(_log_mean(log_p, given), expected, rtol=0, atol=1e-15)
+    for scale in (1e-8, 1e-15):  # a miniature's confident records; a full-scale model's
+        log_p = -scale * (1 + rng.random((8, 50)))  # the largest and the mean 0.3 scale apart
+        for given, kept in ((None, np.ones_like(mask)), (mask, mask)):
+            # log(mean(exp(v))) as log1p(mean(expm1(v))): exact to float64 at these sizes
+            expected = np.log1p(np.nanmean(np.where(kept, np.expm1(log_p), np.nan), axis=0))
+            np.testing.assert_allclose(_log_mean(log_p, given), expected, rtol=1e-9)
 
 
 def test_rmia_hand_case():

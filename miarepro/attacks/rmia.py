@@ -33,22 +33,21 @@ from miarepro.options import Range
 def _log_mean(log_p: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     """``log`` of the mean of ``exp(log_p)`` over the (masked) entries of the first axis.
 
-    In float64 throughout. A record the models fit has ``log p`` near ``-1e-8`` and its spread
-    over the models smaller still, below float32's resolution at 1: a float32 exponential
-    rounds every term to 1 and the mean to the largest, and the ratios of such records, about
-    1e-8 apart, would then be ordered by rounding (:func:`miarepro.signals.logsumexp` trades
-    that precision for speed where its terms differ more). numpy's own log-sum-exp: scipy's
-    made 80% of offline RMIA's traced memory (six copies of the ``(K, N)`` array) at 64 models
-    x 30,000 samples.
+    A record the models fit has ``log p`` near ``-1e-8`` (near ``-1e-15`` at the margins of a
+    full-scale model), its spread over the models smaller still: ``exp`` of the differences
+    rounds to 1 (in float32 below about 6e-8, in float64 below 1e-16), the mean to the largest
+    term, and such records' ratios would be ordered by rounding
+    (:func:`miarepro.signals.logsumexp` trades that precision for speed where its terms differ
+    more). So the mean is ``top + log1p(mean(expm1(log_p - top)))``, in float64, exact for the
+    smallest differences. numpy's own: scipy's log-sum-exp made 80% of offline RMIA's traced
+    memory (six copies of the ``(K, N)`` array) at 64 models x 30,000 samples.
     """
     values = np.asarray(log_p, dtype=np.float64)
-    count = len(values) if mask is None else mask.sum(axis=0)
-    if mask is not None:
-        values = np.where(mask, values, -np.inf)
-    top = values.max(axis=0)
-    top[top == -np.inf] = 0.0
-    with np.errstate(divide="ignore"):
-        return np.log(np.exp(values - top).sum(axis=0)) + top - np.log(count)
+    if mask is None:
+        mask = np.ones(values.shape, dtype=bool)
+    top = np.where(mask, values, -np.inf).max(axis=0)
+    terms = np.where(mask, np.expm1(values - top), 0.0)
+    return top + np.log1p(terms.sum(axis=0) / mask.sum(axis=0))
 
 
 def _log_ratio(ctx: AttackContext, indices: np.ndarray, mode: str, a: float) -> np.ndarray:
@@ -62,8 +61,9 @@ def _log_ratio(ctx: AttackContext, indices: np.ndarray, mode: str, a: float) -> 
     # Samples without any OUT model (only with very few models) use the mean over all models.
     out = np.where(out.any(axis=0), out, True)
     log_out = _log_mean(log_ref, out)
-    with np.errstate(divide="ignore"):
-        log_p = np.logaddexp(np.log1p(a) + log_out, np.log1p(-a)) - np.log(2.0)
+    # log(((1 + a) m + 1 - a) / 2) = log1p((1 + a) / 2 (m - 1)), m = exp(log_out): exact
+    # where m is within 1e-16 of 1 (a sum of log1p(a) and log_out would drop log_out there)
+    log_p = np.log1p((1 + a) / 2 * np.expm1(log_out))
     return log_target - log_p
 
 
