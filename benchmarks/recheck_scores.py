@@ -127,7 +127,7 @@ def gaussian(values: np.ndarray, mask: np.ndarray, pooled: bool) -> tuple[np.nda
     squares = np.nansum((masked - mean) ** 2, axis=0)
     pooled_var = squares.sum(axis=1, keepdims=True) / np.maximum(count - 1, 0).sum()
     var = np.where((count >= 2) & (not pooled), squares / np.maximum(count - 1, 1), pooled_var)
-    return mean, np.maximum(var, 1e-24)
+    return mean, np.where(var > 0, var, 1e-24)  # only an exact 0 is floored
 
 
 def lira(target, refs, member, mode: str, variance: str) -> np.ndarray:

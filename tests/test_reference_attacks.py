@@ -140,6 +140,17 @@ def test_lira_online_without_in_models_uses_shift_and_pooled_variance():
     assert score[2] == pytest.approx(expected)
 
 
+def test_a_tiny_reference_variance_is_kept_and_only_zero_is_floored():
+    """The loss of a model that fits a record spreads by 1e-12 or less over reference models:
+    such a variance is the record's own (a floor would give every such record the same
+    Gaussian); only an exact 0 takes the floor."""
+    from miarepro.attacks.reference import VARIANCE_FLOOR, moments
+
+    values = np.array([[[1e-13, 2e-13, 5.0]], [[3e-13, 6e-13, 5.0]]])  # (K=2, A=1, N=3)
+    fit = moments(values, np.zeros((2, 3), dtype=bool), "per_example")
+    np.testing.assert_allclose(fit.var_out[0], [2e-26, 8e-26, VARIANCE_FLOOR], rtol=1e-9)
+
+
 def test_attack_r_hand_case():
     # OUT hinge values: sample 0 {1, 3}, sample 1 {0, 1}, sample 2 {0, 2}, with the range ends
     # -1000 and 1000 appended: sorted values sit at quantiles 0, 1/3, 2/3, 1

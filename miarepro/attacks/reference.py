@@ -21,7 +21,10 @@ from miarepro import signals
 from miarepro.attacks.base import AttackContext
 
 Variance = Literal["per_example", "global"]
-VARIANCE_FLOOR = 1e-24  # keeps Gaussians finite when all reference scores coincide
+#: stands in for a variance of exactly 0 (all reference scores coincide), so that Gaussians stay
+#: finite; a variance above 0 is kept however small (the loss of a model that fits a record
+#: spreads by 1e-12 or less, and a floor there would tie such records)
+VARIANCE_FLOOR = 1e-24
 
 
 def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
@@ -108,8 +111,8 @@ def moments(values: np.ndarray, member: np.ndarray, variance: Variance = "per_ex
     else:
         var_in = np.where(n_in >= 2, var_in, pooled_in[:, None])
         var_out = np.where(n_out >= 2, var_out, pooled_out[:, None])
-    return Moments(mean_in, mean_out, np.maximum(var_in, VARIANCE_FLOOR),
-                   np.maximum(var_out, VARIANCE_FLOOR), n_in, n_out)
+    return Moments(mean_in, mean_out, np.where(var_in > 0, var_in, VARIANCE_FLOOR),
+                   np.where(var_out > 0, var_out, VARIANCE_FLOOR), n_in, n_out)
 
 
 # Ends appended to every sample's reference values before its quantiles are taken, in the raw
