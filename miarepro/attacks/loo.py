@@ -36,8 +36,9 @@ def lira_l(ctx: AttackContext, variance: Variance = "per_example",
            statistic: ScoreStatistic = "loss") -> np.ndarray:
     """LiRA-L (IHA): offline LiRA with the leave-one-out models as the OUT distribution.
 
-    One-sided Gaussian test ``sum_a log Phi((s_a - mu_LOO,a) / s_LOO,a)``; the loss is the
-    default statistic because IHA describes its LiRA baselines on loss scores (matrix A20).
+    One-sided Gaussian test ``sum_a log Phi((s_a - mu_LOO,a) / s_LOO,a)``, scored as
+    :func:`miarepro.attacks.lira.offline_score` keeps its tail apart; the loss is the default
+    statistic because IHA describes its LiRA baselines on loss scores (matrix A20).
     """
     values = loo_statistic(ctx, statistic)
     member = np.zeros((values.shape[0], values.shape[2]), dtype=bool)
