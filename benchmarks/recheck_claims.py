@@ -91,13 +91,17 @@ def rates_at(member: np.ndarray, score: np.ndarray, fpr: float) -> tuple[float, 
             if len(flagged) else (0.0, 0.0))
 
 
+def rank_auc(member: np.ndarray, score: np.ndarray) -> float:
+    """AUC as Mann-Whitney's statistic with average ranks: ties count half."""
+    n_in, n_out = member.sum(), (~member).sum()
+    return float((stats.rankdata(score)[member].sum() - n_in * (n_in + 1) / 2) / (n_in * n_out))
+
+
 def target_value(group: pd.DataFrame, metric: str) -> float:
     """One target's ``metric`` from its scores file rows."""
     member, score = group["member"].to_numpy(bool), group["score"].to_numpy(float)
-    if metric == "auc":  # Mann-Whitney with average ranks: ties count half
-        n_in, n_out = member.sum(), (~member).sum()
-        return float((stats.rankdata(score)[member].sum() - n_in * (n_in + 1) / 2)
-                     / (n_in * n_out))
+    if metric == "auc":
+        return rank_auc(member, score)
     if metric.startswith(("pinball@", "fpr@")):  # per-sample columns, non-members' mean
         return float(group.loc[~member, metric].to_numpy(float).mean())
     if (fpr := fpr_of(metric)) is not None:

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import yaml
+from recheck_claims import rank_auc  # benchmarks/recheck_claims.py: the script's folder
 from scipy import special, stats
 
 DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "attack-r-n8",
@@ -188,11 +189,6 @@ def calibrated(target, refs, member, kind: str) -> np.ndarray:
     return target - 0.5 * (np.nanmean(np.where(member, values, np.nan), axis=0) + mean_out)
 
 
-def auc(score: np.ndarray, member: np.ndarray) -> float:
-    ranks, n1 = stats.rankdata(score), member.sum()
-    return float((ranks[member].sum() - n1 * (n1 + 1) / 2) / (n1 * (len(member) - n1)))
-
-
 # --- one (study, attack) --------------------------------------------------------------------
 def recheck(run: Path, config: dict, study: str, name: str, f32: bool) -> dict:
     base = re.sub(r"-r\d+$", "", study)  # a replicate's attacks are its study's
@@ -241,7 +237,7 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool) -> dict:
             z = rmia_ratio(*inputs("loss", part["population"], **on), a)
             step, ours = continuous_step(z, x - np.log(entry.get("gamma", 1.0)))
             rows["agree"].append(np.mean(np.floor(theirs["score"] * (len(z) + 1)) == step))
-            rows["step"].append(auc(step / len(z), member[audit]))
+            rows["step"].append(rank_auc(member[audit], step / len(z)))
         else:
             raise SystemExit(f"{study}/{name}: attack {kind!r} with {entry} is not rechecked")
         diff = np.abs(ours - (score := theirs["score"].to_numpy()))
@@ -249,8 +245,8 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool) -> dict:
         rows["rel"].append((diff / np.maximum(np.abs(score), 1e-300)).max())
         rows["tol"].append((diff / np.maximum(np.abs(score), score.std())).max() / TOLERANCE)
         rows["rho"].append(stats.spearmanr(ours, score).statistic)
-        rows["ours"].append(auc(ours, member[audit]))
-        rows["theirs"].append(auc(score, member[audit]))
+        rows["ours"].append(rank_auc(member[audit], ours))
+        rows["theirs"].append(rank_auc(member[audit], score))
     close = min(rows["rho"]) > 0.9999 and np.ptp([rows["ours"], rows["theirs"]], 0).max() < 1e-3
     mean = {key: np.mean(values) if values else np.nan for key, values in rows.items()}
     return {"study": study, "attack": name, "targets": len(rows["abs"]),
