@@ -335,9 +335,29 @@ def test_shadow_scores_each_class_by_a_classifier_of_its_own_rows_by_hand():
         inside = np.concatenate([member[k, pool] for k in range(models)])
         audited = np.flatnonzero(labels[:60] == c)
         model = HistGradientBoostingClassifier(max_iter=100, random_state=seed).fit(rows, inside)
-        expected = model.predict_proba(
-            features(target[:, audited].swapaxes(0, 1), labels[audited], 2))[:, 1]
+        expected = model.decision_function(
+            features(target[:, audited].swapaxes(0, 1), labels[audited], 2))
         np.testing.assert_allclose(score[audited], expected, atol=1e-6)
+
+
+def test_shadow_log_odds_are_the_mlp_before_its_logistic_and_never_tie_at_one():
+    """The MLP's log-odds, by a forward pass of its weights, are the logit of its predicted
+    probability; far out, where that probability is exactly 1.0 for several records, they
+    still order them (the score used to be the probability, which tied them at the top)."""
+    from scipy.special import expit
+
+    from miarepro.attacks.shadow import _classifier, log_odds
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(0, 1, (400, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(0, 1, 400) > 0).astype(int)
+    model = _classifier("mlp", 0).fit(X, y)
+    near = rng.normal(0, 1, (50, 3))
+    np.testing.assert_allclose(expit(log_odds(model, near)), model.predict_proba(near)[:, 1],
+                               rtol=1e-12, atol=1e-15)
+    far = np.column_stack([np.linspace(200, 400, 5), np.zeros((5, 2))])
+    assert (model.predict_proba(far)[:, 1] == 1.0).sum() > 1
+    assert len(np.unique(log_odds(model, far))) == 5
 
 
 def test_shadow_features_and_scores():
@@ -362,16 +382,17 @@ def test_shadow_features_and_scores():
         target_mask=np.zeros(200, dtype=bool),
         reference_logits=(values[:, :, None] * np.eye(3)[labels])[:, None],
         reference_masks=member, reference_pool=np.arange(200), seed=0)
+    sure = np.log(9)  # log-odds of a member probability of 0.9
     for classifier in ("mlp", "gbdt"):
         score = run("shadow", ctx, classifier=classifier)
-        assert score[0] > 0.9 and score[1] < 0.1
+        assert score[0] > sure and score[1] < -sure
     # a class whose shadow rows are all IN falls back to the classifier of all classes
     lopsided = member | (labels == 0)[None]
     values = np.where(lopsided, 4.0, 0.0) + rng.normal(0, 0.5, member.shape)
     score = run("shadow", dataclasses.replace(
         ctx, reference_masks=lopsided,
         reference_logits=(values[:, :, None] * np.eye(3)[labels])[:, None]))
-    assert score[0] > 0.9 and score[1] < 0.1
+    assert score[0] > sure and score[1] < -sure
     # each target (a repetition of a partition study) draws its rows and classifier anew
     many = dataclasses.replace(ctx, audit=np.arange(200))
     first = run("shadow", many, max_rows=100)

@@ -52,9 +52,10 @@ def _classifier(kind: str, seed: int) -> Any:
 
 
 def _fit(kind: str, seed: int, X: np.ndarray, y: np.ndarray) -> Any:
-    """A fitted classifier, or the constant member rate when ``y`` has one value only."""
+    """A fitted classifier, or, when ``y`` has one value only, the constant log-odds of the
+    member rate by Laplace's rule of succession (finite, unlike the rate's own 0 or 1)."""
     if y.min() == y.max():
-        return float(y[0])
+        return float(np.log(len(y) + 1)) * (1.0 if y[0] else -1.0)
     with warnings.catch_warnings():
         from sklearn.exceptions import ConvergenceWarning
 
@@ -70,19 +71,30 @@ def _subsample(X: np.ndarray, y: np.ndarray, max_rows: int,
     return X[keep], y[keep]
 
 
-def _predict(model: Any, X: np.ndarray) -> np.ndarray:
+def log_odds(model: Any, X: np.ndarray) -> np.ndarray:
+    """The classifier's log-odds of IN, before the logistic: its probability rounds to exactly
+    1 once they pass about 37, which would tie the most member-like records."""
     if isinstance(model, float):
         return np.full(len(X), model)
-    return model.predict_proba(X)[:, 1]
+    if hasattr(model, "decision_function"):  # gradient boosting: its raw log-odds
+        return model.decision_function(X)
+    scaler, mlp = model[:-1], model[-1]
+    if mlp.activation != "relu" or mlp.out_activation_ != "logistic":
+        raise ValueError(f"unexpected MLP activations {mlp.activation}, {mlp.out_activation_}")
+    hidden = scaler.transform(X)
+    for weights, bias in zip(mlp.coefs_[:-1], mlp.intercepts_[:-1], strict=True):
+        hidden = np.maximum(hidden @ weights + bias, 0.0)
+    return (hidden @ mlp.coefs_[-1] + mlp.intercepts_[-1])[:, 0]
 
 
-@register("shadow", needs_references=True, threshold=0.5)
+@register("shadow", needs_references=True, threshold=0.0)
 def shadow(ctx: AttackContext, top_k: Annotated[int, Range(1)] = 3,
            classifier: Literal["mlp", "gbdt"] = "mlp",
            max_rows: Annotated[int, Range(2)] = 4000) -> np.ndarray:
     """Shokri et al. (2017): per-class attack classifiers trained on shadow-model outputs.
 
-    Score: the predicted member probability from the classifier of the sample's label.
+    Score: the log-odds that the sample is a member, from the classifier of its label (its
+    decision rule, probability above 1/2, is log-odds above 0).
     ``classifier`` is ``mlp`` (one hidden layer of 64 units on standardised features, Adam,
     stopped when the training loss stalls: the per-class MLP of matrix A12) or ``gbdt``
     (histogram gradient boosting, 100 trees). Each class's training set is at most
@@ -125,5 +137,5 @@ def shadow(ctx: AttackContext, top_k: Annotated[int, Range(1)] = 3,
         else:
             pooled = _fit(classifier, fit_seed, *everything) if pooled is None else pooled
             model = pooled
-        scores[where] = _predict(model, target[where])
+        scores[where] = log_odds(model, target[where])
     return scores
