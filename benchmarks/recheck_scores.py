@@ -14,7 +14,10 @@ or pooled variance; offline ``sum log Phi``, online log-likelihood ratio), offli
 (``p(x) = ((1 + a) mean_OUT p + 1 - a) / 2``, ``Pr_z[LR(x, z) >= gamma]``), Attack-R (the
 target's percentile among its OUT losses, ML Privacy Meter's range [0, 1000] appended),
 Watson et al.'s and Sablayrolles et al.'s calibrated losses (the OUT mean; the midpoint of the
-IN and OUT means). RMIA's
+IN and OUT means), and Suri et al.'s IHA (Eq. 8, leave-one-out ``grad L0`` as their Appendix E,
+damped or low-rank inverse, any subset of its terms) and SIF from an exact Hessian of the
+target's training loss that this script forms from the saved weights with ``torch.func`` and
+eigendecomposes in float64 (a few seconds for IHA's 4,780-parameter MNIST MLP). RMIA's
 file holds the package's refinement of the step score, ``(d + f) / (|Z| + 1)``, recomputed here
 from that formula; beside it the published step score's AUC and the share of rows with
 ``d = floor(score (|Z| + 1))`` (the refinement breaks ties and reorders nothing).
@@ -25,8 +28,10 @@ max(|score|, the scores' spread); CLOSE: ranks and AUC agree (Spearman > 0.9999,
 float32 inside the log-sum-exp of its statistics (``miarepro/signals.py``), and ``--float32``
 does the same, to tell a difference of precision from one of method. This check found RMIA's
 mean of probabilities over models taken so too, where their spread is below float32's
-resolution: it is float64 now, here and in the package. The score jobs' other attacks (IHA,
-BMIA, QMIA, Stolen Memories, Subpop) are checked against hand computations in ``tests/``.
+resolution: it is float64 now, here and in the package. IHA's fit keeps the audited gradients'
+eigenbasis coordinates in float32, which moves its scores by about 1e-8 of their spread. The
+score jobs' other attacks (BMIA, QMIA, Stolen Memories, Subpop) are checked against hand
+computations in ``tests/``.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import hashlib
 import json
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +56,10 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
     + [f"iha-mnist{r}:{a}" for r in ("", "-r1", "-r2") for a in ("loss", "lira-online")] \
     + [f"qmia-mnist-mlp1:{a}" for a in ("marginal", "lira-n2", "lira-n8", "lira-ref-mlp4")] \
     + [f"{study}:{a}" for study in ("iha-purchase", "subpop-mnist")
-       for a in ("watson", "sablayrolles")]
+       for a in ("watson", "sablayrolles")] \
+    + [f"iha-mnist:{a}" for a in ("iha", "iha-no-loo", "iha-damping-1e-1", "iha-low-rank-1e-1",
+                                  "iha-i1-i2", "iha-loss-i1", "sif")] \
+    + [f"iha-mnist-odd:{a}" for a in ("iha", "iha-low-rank-2e-1", "sif")]
 ROLE_IDS, STRIDE, TOLERANCE = {"target": 1, "reference": 2}, 1000, 1e-6
 REPO = Path(__file__).resolve().parent.parent
 
@@ -189,15 +198,119 @@ def calibrated(target, refs, member, kind: str) -> np.ndarray:
     return target - 0.5 * (np.nanmean(np.where(member, values, np.nan), axis=0) + mean_out)
 
 
+# --- IHA (Suri et al.): an exact Hessian of the target's training loss -----------------------
+@dataclass
+class Curvature:
+    """The target's Hessian eigenvalues (float64), the full-data gradient and every audited
+    record's gradient in its eigenbasis, and the audited records' losses."""
+    eigenvalues: np.ndarray
+    gradient: np.ndarray
+    coordinates: np.ndarray
+    losses: np.ndarray
+    n_train: int
+    recipe: dict
+
+
+def per_record_loss(state: dict, card: dict):
+    """The target's loss per record as a function of its flat parameters: the linear layers of
+    its state dict in order, ReLU between them; cross-entropy, or for one logit the paper's
+    MNIST-Odd loss ``(sigmoid(s) - y)^2`` where the recipe says ``mse``."""
+    import torch
+
+    names = [k[:-len(".weight")] for k in state if k.endswith(".weight")]
+    shapes = [(tuple(state[f"{n}.weight"].shape), tuple(state[f"{n}.bias"].shape))
+              for n in names]
+    flat = torch.cat([state[f"{n}.{p}"].double().reshape(-1) for n in names
+                      for p in ("weight", "bias")])
+    if card["architecture"].get("activation", "relu") != "relu":
+        raise SystemExit(f"activation {card['architecture']['activation']!r}: not rechecked")
+    mse = card["recipe"]["loss"] == "mse"
+    if mse != (shapes[-1][1] == (1,)) or card["recipe"]["loss"] not in ("mse", "cross_entropy"):
+        raise SystemExit(f"loss {card['recipe']['loss']!r} of {shapes[-1]}: not rechecked")
+
+    def loss(theta, x, y):
+        start, h = 0, x.reshape(len(x), -1)
+        for k, (weight, bias) in enumerate(shapes):
+            w = theta[start:start + np.prod(weight)].reshape(weight)
+            start += int(np.prod(weight))
+            h = h @ w.T + theta[start:start + bias[0]]
+            start += bias[0]
+            h = torch.relu(h) if k < len(shapes) - 1 else h
+        if mse:
+            return (torch.sigmoid(h[:, 0]) - y.double()) ** 2
+        return torch.logsumexp(h, -1) - h.gather(-1, y[:, None])[:, 0]
+    return flat, loss
+
+
+def curvature(state: dict, card: dict, X: np.ndarray, y: np.ndarray, train: np.ndarray,
+              audit: np.ndarray) -> Curvature:
+    """The exact Hessian of the mean loss over ``train``, column blocks of forward-over-reverse
+    products, and its float64 eigendecomposition; gradients per record by ``vmap``."""
+    import torch
+    from torch.func import grad, jvp, vmap
+
+    theta, loss = per_record_loss(state, card)
+    X, y = torch.as_tensor(X, dtype=torch.float64), torch.as_tensor(y)
+    full = grad(lambda w: loss(w, X[train], y[train]).mean())
+    basis = torch.eye(len(theta), dtype=torch.float64)
+    hessian = torch.cat([vmap(lambda v: jvp(full, (theta,), (v,))[1])(basis[i:i + 256])
+                         for i in range(0, len(theta), 256)]).numpy()
+    eigenvalues, vectors = np.linalg.eigh((hessian + hessian.T) / 2)
+    one = vmap(grad(lambda w, x, y: loss(w, x[None], y[None])[0]), in_dims=(None, 0, 0))
+    gradients = np.concatenate([one(theta, X[audit[i:i + 512]], y[audit[i:i + 512]]).numpy()
+                                for i in range(0, len(audit), 512)])
+    return Curvature(eigenvalues, vectors.T @ full(theta).numpy(), gradients @ vectors,
+                     loss(theta, X[audit], y[audit]).detach().numpy(), len(train),
+                     card["recipe"])
+
+
+def target_curvature(home: Path, split: dict, data: dict, t: int) -> Curvature:
+    """:func:`curvature` of a run's target ``t``, its training set checked against its card."""
+    import torch
+
+    card = json.loads((home / "models" / "target" / f"{t}.json").read_text())
+    state = torch.load(home / "models" / "target" / f"{t}.pt", weights_only=True)
+    train = np.flatnonzero(checked_mask(split, home / "models", "target", t))
+    return curvature(state, card, data["X"], data["y"], train, partition(split, t)["audit"])
+
+
+def iha(c: Curvature, member: np.ndarray, entry: dict) -> np.ndarray:
+    """Eq. 8: ``l / (1 + mu) - (I1 + I2 + I3 + I4) / lr`` over the chosen terms, ``v = H^-1 g``
+    by the damped (``1 / (s + eps)``) or low-rank (``1 / s`` where ``s > eps``) inverse; a
+    member's ``grad L0`` lacks its own gradient (App. E) unless ``leave_one_out`` is false.
+    SIF: ``-g^T (H + eps I)^-1 g``."""
+    s, eps = c.eigenvalues, entry.get("eps", 0.2)
+    low_rank = entry.get("conditioning", "damping") == "low_rank"
+    with np.errstate(divide="ignore"):
+        inverse = np.where(s > eps, 1 / s, 0.0) if low_rank else 1 / (s + eps)
+    v1 = c.coordinates * inverse
+    if entry["attack"] == "sif":
+        return -(c.coordinates * v1).sum(axis=1)
+    lr, mu, alpha = (c.recipe[k] for k in ("lr", "momentum", "weight_decay"))
+    knows = member * entry.get("leave_one_out", True)
+    v0 = (c.gradient - knows[:, None] * c.coordinates / c.n_train) * inverse
+    c1, c2 = 1 - lr * alpha / (1 + mu), 2 - lr * alpha / (1 + mu)
+    terms = {"loss": c.losses / (1 + mu),
+             "I1": -c1 / c.n_train * (v1 * v1).sum(axis=1) / lr,
+             "I2": -2 * c1 * (v0 * v1).sum(axis=1) / lr,
+             "I3": -alpha * c2 / (2 * c.n_train) * (v1 * v1 * inverse).sum(axis=1) / lr,
+             "I4": -alpha * c2 * (v0 * v1 * inverse).sum(axis=1) / lr}
+    return sum(terms[name] for name in entry.get("terms", list(terms)))
+
+
 # --- one (study, attack) --------------------------------------------------------------------
-def recheck(run: Path, config: dict, study: str, name: str, f32: bool) -> dict:
+def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
+            curvatures: dict) -> dict:
+    """One attack instance of one study, every target: ``curvatures`` keeps each IHA target's
+    Hessian for the study's other IHA instances."""
     base = re.sub(r"-r\d+$", "", study)  # a replicate's attacks are its study's
     entry = config["studies"][base]["attacks"][name]
     home = run / "results" / "studies" / study
     models = home / "models"
     if "reference_study" in entry:  # the same replicate of the other study
         models = home.parent / (entry["reference_study"] + study[len(base):]) / "models"
-    labels = np.load(run / f"results/datasets/{config['studies'][base]['dataset']}.npz")["y"]
+    data = np.load(run / f"results/datasets/{config['studies'][base]['dataset']}.npz")
+    labels = data["y"]
     split = dict(np.load(home / "split.npz"))
     kind, k = entry["attack"], entry.get("n_reference", 0)
     cache: dict = {}
@@ -215,8 +328,9 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool) -> dict:
     for t, theirs in pd.read_parquet(home / "scores" / f"{name}.parquet").groupby("target"):
         part, t = partition(split, int(t)), int(t)
         audit, member = part["audit"], checked_mask(split, home / "models", "target", t)
-        if not (np.array_equal(theirs["sample"], audit)
-                and np.array_equal(theirs["member"], member[audit])):
+        kept = np.searchsorted(audit, theirs["sample"])  # a subset where `records` is set
+        if not (np.array_equal(audit[np.minimum(kept, len(audit) - 1)], theirs["sample"])
+                and np.array_equal(theirs["member"], member[audit][kept])):
             raise SystemExit(f"{study}/{name} target {t}: audit or membership differs")
         refs = [(t * STRIDE if str(split["scheme"]) == "partition" else 0) + i for i in range(k)]
         masks = np.array([checked_mask(split, models, "reference", i) for i in refs],
@@ -236,10 +350,16 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool) -> dict:
             x = rmia_ratio(*inputs("loss", audit, **on), a)
             z = rmia_ratio(*inputs("loss", part["population"], **on), a)
             step, ours = continuous_step(z, x - np.log(entry.get("gamma", 1.0)))
+            step = step[kept]
             rows["agree"].append(np.mean(np.floor(theirs["score"] * (len(z) + 1)) == step))
-            rows["step"].append(rank_auc(member[audit], step / len(z)))
+            rows["step"].append(rank_auc(member[audit[kept]], step / len(z)))
+        elif kind in ("iha", "sif") and "fraction" not in entry:
+            if (study, t) not in curvatures:
+                curvatures[study, t] = target_curvature(home, split, data, t)
+            ours = iha(curvatures[study, t], member[audit], entry)
         else:
             raise SystemExit(f"{study}/{name}: attack {kind!r} with {entry} is not rechecked")
+        ours, audit = ours[kept], audit[kept]
         diff = np.abs(ours - (score := theirs["score"].to_numpy()))
         rows["abs"].append(diff.max())
         rows["rel"].append((diff / np.maximum(np.abs(score), 1e-300)).max())
@@ -267,7 +387,8 @@ def main() -> int:
     parser.add_argument("pairs", nargs="*", default=DEFAULT, help="STUDY:ATTACK")
     args = parser.parse_args()
     config = yaml.safe_load(args.config.read_text())
-    table = pd.DataFrame([recheck(args.run, config, *pair.split(":"), args.float32)
+    curvatures: dict = {}
+    table = pd.DataFrame([recheck(args.run, config, *pair.split(":"), args.float32, curvatures)
                           for pair in args.pairs])
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))

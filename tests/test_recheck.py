@@ -158,3 +158,33 @@ def test_its_scores_from_the_logits_are_the_packages(family, params):
     else:
         ours = recheck_scores.calibrated(*inputs("loss", audit), family)
     np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9)
+
+
+@pytest.fixture(scope="module")
+def iha_case():
+    """The package's Hessian fit of a 6-4-3 MLP on 20 of 40 records, and the recheck's own
+    eigendecomposition of the same weights."""
+    import recheck_scores
+    from test_iha import _case, _with_fit
+
+    ctx = _with_fit(_case(40, 20, [4], epochs=40))
+    study = ctx.study
+    card = {"architecture": {"arch": "mlp", "widths": [4]}, "recipe": study.recipe()}
+    return ctx, recheck_scores.curvature(study.model.state_dict(), card, study.X, study.y,
+                                         study.train, ctx.audit)
+
+
+@pytest.mark.parametrize("params", [
+    {}, {"leave_one_out": False}, {"eps": 0.05}, {"conditioning": "low_rank", "eps": 0.1},
+    {"terms": ["I1", "I2"]}, {"terms": ["loss", "I1"]}, {"attack": "sif"}])
+def test_its_iha_from_the_weights_is_the_packages(iha_case, params):
+    """benchmarks/recheck_scores.py's IHA and SIF: its own Hessian of the target's weights
+    (torch.func) and Eq. 8, against the package's fit and scores."""
+    import recheck_scores
+
+    ctx, curvature = iha_case
+    params = dict(params)
+    attack = params.pop("attack", "iha")
+    theirs = get_attack(attack).fn(ctx, **params)
+    ours = recheck_scores.iha(curvature, ctx.target_mask[ctx.audit], {"attack": attack, **params})
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9 * np.abs(theirs).max())
