@@ -272,8 +272,8 @@ def main() -> None:
                                  "--run", str(work), "--float32"], capture_output=True,
                                 text=True, check=False)
         verdicts = re.findall(r" (MATCH|CLOSE|MISMATCH)$", scores.stdout, re.MULTILINE)
-        rows.append(("scores recomputed from the saved logits (`recheck_scores.py --float32`): "
-                     "study and attack pairs", ", ".join(
+        rows.append(("scores recomputed from the saved logits and weights "
+                     "(`recheck_scores.py --float32`): study and attack pairs", ", ".join(
                          f"{verdicts.count(v)} {v}" for v in ("MATCH", "CLOSE", "MISMATCH"))
                      if verdicts else f"failed: {scores.stderr.strip()[-300:]}"))
         if args.setup:
