@@ -896,14 +896,37 @@ def test_a_cost_over_repetitions_is_timed_in_each(monkeypatch):
     np.testing.assert_allclose(ratio.draws, pseudo)
 
 
-@pytest.mark.parametrize("metric", ["gpu_minutes", "train_minutes", "audit_minutes"])
+def test_scoring_seconds_over_repetitions_are_each_targets_own(monkeypatch):
+    """BMIA Figure 3c's cost, ``seconds``: each repetition's own scoring time, its interval
+    over them and a ratio paired by repetition, as for ``gpu_minutes``."""
+    import pandas as pd
+
+    from miarepro.artifacts import results as res
+
+    seconds = {"n300": [3.9, 4.0, 4.1], "n10": [1.0, 1.0, 1.0]}
+    monkeypatch.setattr(res, "target_seconds", lambda _results, _study, attack: pd.DataFrame(
+        {"score_seconds": seconds[attack], "model_seconds": 100.0, "fit_seconds": 100.0}))
+    config = {"studies": {"s": {"split": {"scheme": "partition"}, "targets": 3,
+                                "attacks": {}}}}
+    cost = cl._measure("s", "n300", "seconds", config)
+    assert cost.method == "targets" and cost.value == pytest.approx(4.0)
+    half = 4.302653 * 0.1 / np.sqrt(3)
+    assert cost.interval() == pytest.approx((4.0 - half, 4.0 + half))
+    ratio = cost.ratio(cl._measure("s", "n10", "seconds", config))
+    assert ratio.value == pytest.approx(4.0)
+    assert cl.decide(claim("ratio_at_most", 2.0), ratio) == "fails"
+
+
+@pytest.mark.parametrize("metric", ["gpu_minutes", "train_minutes", "audit_minutes", "seconds"])
 def test_a_cost_is_spread_by_the_runs_timing_noise(tmp_path, monkeypatch, metric):
     """A cost is the attack's measured minutes (BMIA Table 1's compute, Subpop Table 3's
-    training and IHA's thousand-record audit at the paper's counts); its interval is the
+    training and IHA's thousand-record audit at the paper's counts) or its scoring seconds
+    (BMIA Figure 3c); its interval is the
     spread of the log of the training seconds of the reference models its claims read (here
     Watson et al.'s three shadow models, SUB-C6's: 0.100), a factor of exp(1.96 x 0.100)
     either way."""
     from miarepro.artifacts import builders, iha_tables, subpop_artifacts
+    from miarepro.artifacts import results as res
 
     models = tmp_path / "results/studies/s/models/reference"
     models.mkdir(parents=True)
@@ -913,6 +936,7 @@ def test_a_cost_is_spread_by_the_runs_timing_noise(tmp_path, monkeypatch, metric
     monkeypatch.setattr(builders, "compute_seconds", lambda *_: 120.0)
     monkeypatch.setattr(subpop_artifacts, "minutes_at_paper_counts", lambda *_: 2.0)
     monkeypatch.setattr(iha_tables, "audit_minutes", lambda *_: 2.0)
+    monkeypatch.setattr(res, "score_seconds", lambda *_: 2.0)
     (models / "3.json").write_text('{"train_seconds": 100.0}')  # no claim reads it
     config = {"artifacts": {}, "studies": {"s": {
         "paper": "subpop", "paper_dataset": "mnist", "targets": 1,

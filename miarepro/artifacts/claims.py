@@ -6,8 +6,8 @@ an ordering the paper's own numbers cannot tell from a tie, so that only a rever
 noise contradicts it (``not_below``: "on a par or better", ``a >= b - value``),
 a bound on one attack (``at_least`` / ``at_most``) or on the ratio of two (``ratio_at_least``,
 ``ratio_at_most``: with ``metric: gpu_minutes``, ``train_minutes`` or ``audit_minutes`` a
-cost, the minutes an attack needs, with the run's timing noise as its interval:
-:func:`_measure`),
+cost, the minutes an attack needs, or ``seconds``, its scoring time per target, with the run's
+timing noise as its interval: :func:`_measure`),
 a value a theorem promises, within a ``margin`` (``equals``: QMIA's FPR = a), a trend of one
 attack across studies (``increases`` / ``decreases`` ``over`` the DP ``epsilon`` or the target's
 ``train_size``: its metric where that value is largest against where it is smallest, two
@@ -72,7 +72,7 @@ import pandas as pd
 from miarepro import io, uncertainty
 from miarepro.artifacts import builders, catalog, regime
 from miarepro.artifacts import results as res
-from miarepro.artifacts.registry import AUDIT_MINUTES, COMPUTE, COSTS, TRAIN_MINUTES
+from miarepro.artifacts.registry import AUDIT_MINUTES, COMPUTE, COSTS, SECONDS, TRAIN_MINUTES
 from miarepro.paths import independent_runs, model_home, replicates_of
 from miarepro.uncertainty import Estimate
 
@@ -747,7 +747,7 @@ def _cost_inputs(results: str, study: str, config: dict[str, Any]) -> list[str]:
 def _timed_by_repetition(metric: str, study_config: dict[str, Any]) -> bool:
     """Whether a cost's interval is over the study's repetitions, each timed apart, rather
     than spread by the run's timing noise (:func:`_measure`)."""
-    return (metric == COMPUTE and builders.has_repetitions(study_config)
+    return (metric in (COMPUTE, SECONDS) and builders.has_repetitions(study_config)
             and study_config["targets"] >= uncertainty.MIN_TARGETS)
 
 
@@ -1088,41 +1088,45 @@ def _measure(study: str, attack: str, metric: str, config: dict[str, Any]) -> Es
     """An attack's metric in one study, or its cost: ``gpu_minutes``, the models, fit and
     scoring it needs, as the paper tables' compute rows count them; ``train_minutes``, Subpop
     Table 3's training with every target known, at the paper's model counts; ``audit_minutes``,
-    IHA's audit of a thousand records, at the paper's reference count.
+    IHA's audit of a thousand records, at the paper's reference count; ``seconds``, the
+    attack's own scoring of one target.
 
-    In a partition study of several repetitions, ``gpu_minutes`` is timed in each (its own
-    reference models, fit and scoring) and its interval is over them, paired across the two
-    attacks of a claim by repetition, as any other metric's. Otherwise a cost is timed once;
-    its draws spread it by the run's timing noise, the spread of the log of the training
-    seconds of the reference models its claims read (:func:`_timing_cards`), drawn apart for each
-    attack, so that a cost claim is only decided beyond that noise. The spread is a factor,
-    log-normal: a time is never negative, and a ratio of two costs then spreads alike either
-    way (on a raw scale, a spread of a third put 0.3% of the draws of a denominator within a
-    tenth of zero and the ratio's upper limit at 3.2 times its value).
+    In a partition study of several repetitions, ``gpu_minutes`` and ``seconds`` are timed in
+    each (its own reference models, fit and scoring) and their interval is over them, paired
+    across the two attacks of a claim by repetition, as any other metric's. Otherwise a cost
+    is timed once; its draws spread it by the run's timing noise, the spread of the log of the
+    training seconds of the reference models its claims read (:func:`_timing_cards`), drawn
+    apart for each attack, so that a cost claim is only decided beyond that noise. The spread
+    is a factor, log-normal: a time is never negative, and a ratio of two costs then spreads
+    alike either way (on a raw scale, a spread of a third put 0.3% of the draws of a
+    denominator within a tenth of zero and the ratio's upper limit at 3.2 times its value).
     """
     if metric not in COSTS:
         return res.attack_estimates(res.RESULTS, study, attack)[metric]
     study_config = config["studies"][study]
     if _timed_by_repetition(metric, study_config):
-        minutes = np.array(builders.target_compute_seconds(res.RESULTS, study, attack,
-                                                           study_config)) / 60
-        return Estimate(float(minutes.mean()), minutes, "targets")
-    if metric == COMPUTE:
-        minutes = builders.compute_seconds(res.RESULTS, study, attack, study_config) / 60
+        per_target = (res.target_seconds(res.RESULTS, study, attack)["score_seconds"].to_numpy()
+                      if metric == SECONDS else np.array(builders.target_compute_seconds(
+                          res.RESULTS, study, attack, study_config)) / 60)
+        return Estimate(float(per_target.mean()), per_target, "targets")
+    if metric == SECONDS:
+        cost = res.score_seconds(res.RESULTS, study, attack)
+    elif metric == COMPUTE:
+        cost = builders.compute_seconds(res.RESULTS, study, attack, study_config) / 60
     elif metric == AUDIT_MINUTES:
         from miarepro.artifacts import iha_tables
 
-        minutes = iha_tables.audit_minutes(study, study_config, attack)
+        cost = iha_tables.audit_minutes(study, study_config, attack)
     else:
         from miarepro.artifacts import subpop_artifacts
 
-        minutes = subpop_artifacts.minutes_at_paper_counts(study, study_config, attack)
+        cost = subpop_artifacts.minutes_at_paper_counts(study, study_config, attack)
     seconds = [io.read_json(card)["train_seconds"]
                for card in _timing_cards(res.RESULTS, study, config)]
     noise = np.std(np.log(seconds), ddof=1) if len(seconds) > 1 else 0.0
     rng = np.random.default_rng(list(f"{study}/{attack}".encode()))
-    draws = minutes * np.exp(noise * rng.standard_normal(uncertainty.N_BOOTSTRAP))
-    return Estimate(minutes, draws, "bootstrap")
+    draws = cost * np.exp(noise * rng.standard_normal(uncertainty.N_BOOTSTRAP))
+    return Estimate(cost, draws, "bootstrap")
 
 
 def _spec_text(spec: dict[str, str]) -> str:
