@@ -17,7 +17,10 @@ Watson et al.'s and Sablayrolles et al.'s calibrated losses (the OUT mean; the m
 IN and OUT means), and Suri et al.'s IHA (Eq. 8, leave-one-out ``grad L0`` as their Appendix E,
 damped or low-rank inverse, any subset of its terms) and SIF from an exact Hessian of the
 target's training loss that this script forms from the saved weights with ``torch.func`` and
-eigendecomposes in float64 (a few seconds for IHA's 4,780-parameter MNIST MLP). RMIA's
+eigendecomposes in float64 (a few seconds for IHA's 4,780-parameter MNIST MLP), and QMIA's
+Gaussian head, ``(s - mu(x)) / sigma(x)`` with the target's hinge ``s`` and the regressor's
+predictions that its fit saved for every record (which records it trained on is checked by
+the tests, and its calibration by the claims). RMIA's
 file holds the package's refinement of the step score, ``(d + f) / (|Z| + 1)``, recomputed here
 from that formula; beside it the published step score's AUC and the share of rows with
 ``d = floor(score (|Z| + 1))`` (the refinement breaks ties and reorders nothing).
@@ -30,7 +33,7 @@ does the same, to tell a difference of precision from one of method. This check 
 mean of probabilities over models taken so too, where their spread is below float32's
 resolution: it is float64 now, here and in the package. IHA's fit keeps the audited gradients'
 eigenbasis coordinates in float32, which moves its scores by about 1e-8 of their spread. The
-score jobs' other attacks (BMIA, QMIA, Stolen Memories, Subpop) are checked against hand
+score jobs' other attacks (BMIA, Stolen Memories, Subpop) are checked against hand
 computations in ``tests/``.
 """
 
@@ -59,7 +62,9 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
        for a in ("watson", "sablayrolles")] \
     + [f"iha-mnist:{a}" for a in ("iha", "iha-no-loo", "iha-damping-1e-1", "iha-low-rank-1e-1",
                                   "iha-i1-i2", "iha-loss-i1", "sif")] \
-    + [f"iha-mnist-odd:{a}" for a in ("iha", "iha-low-rank-2e-1", "sif")]
+    + [f"iha-mnist-odd:{a}" for a in ("iha", "iha-low-rank-2e-1", "sif")] \
+    + [f"qmia-mnist-mlp1:{a}" for a in ("qmia", "qmia-mlp")] \
+    + [f"qmia-tabular:{a}" for a in ("qmia", "qmia-search")]
 ROLE_IDS, STRIDE, TOLERANCE = {"target": 1, "reference": 2}, 1000, 1e-6
 REPO = Path(__file__).resolve().parent.parent
 
@@ -298,6 +303,23 @@ def iha(c: Curvature, member: np.ndarray, entry: dict) -> np.ndarray:
     return sum(terms[name] for name in entry.get("terms", list(terms)))
 
 
+# --- QMIA (Bertran et al.): the fit's predicted non-member distribution ---------------------
+#: the settings of a QMIA instance that its fit depends on (the rest are labels)
+QMIA_FIT_KEYS = ("head", "backbone", "recipe", "trials", "space", "validation_fraction",
+                 "levels")
+
+
+def qmia_fit(home: Path, entry: dict, t: int) -> dict:
+    """Target ``t``'s fit of the regressor ``entry`` configures: the one fit whose card records
+    exactly those settings."""
+    params = {key: entry[key] for key in QMIA_FIT_KEYS if key in entry}
+    found = [card.with_suffix(".npz") for card in sorted(home.glob(f"fits/qmia-*/{t}.json"))
+             if json.loads(card.read_text())["settings"]["params"] == params]
+    if len(found) != 1:
+        raise SystemExit(f"{home.name}: {len(found)} QMIA fits of target {t} with {params}")
+    return dict(np.load(found[0]))
+
+
 # --- one (study, attack) --------------------------------------------------------------------
 def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
             curvatures: dict) -> dict:
@@ -357,6 +379,10 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
             if (study, t) not in curvatures:
                 curvatures[study, t] = target_curvature(home, split, data, t)
             ours = iha(curvatures[study, t], member[audit], entry)
+        elif kind == "qmia" and entry.get("head", "gaussian") == "gaussian":
+            fit = qmia_fit(home, entry, t)  # (s - mu(x)) / sigma(x), s the first query's hinge
+            hinge = stat(home / "models" / "target", t, "hinge", audit)[0]
+            ours = (hinge - fit["mu"][audit]) / fit["sigma"][audit]
         else:
             raise SystemExit(f"{study}/{name}: attack {kind!r} with {entry} is not rechecked")
         ours, audit = ours[kept], audit[kept]

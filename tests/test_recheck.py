@@ -4,6 +4,7 @@ table that differs from the scores (no workflow runs)."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -188,3 +189,31 @@ def test_its_iha_from_the_weights_is_the_packages(iha_case, params):
     theirs = get_attack(attack).fn(ctx, **params)
     ours = recheck_scores.iha(curvature, ctx.target_mask[ctx.audit], {"attack": attack, **params})
     np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9 * np.abs(theirs).max())
+
+
+def test_its_qmia_reads_the_fit_of_the_instances_own_settings(tmp_path):
+    """benchmarks/recheck_scores.py picks the one QMIA fit whose card records the instance's
+    regressor settings, and its (s - mu) / sigma is the package's QMIA score."""
+    import json
+
+    import recheck_scores
+
+    rng = np.random.default_rng(0)
+    for name, backbone in (("qmia-a", {"arch": "lenet"}), ("qmia-b", {"arch": "mlp"})):
+        (tmp_path / "fits" / name).mkdir(parents=True)
+        (tmp_path / "fits" / name / "0.json").write_text(json.dumps(
+            {"settings": {"attack": "qmia", "params": {"backbone": backbone}}}))
+        np.savez(tmp_path / "fits" / name / "0.npz", mu=rng.normal(size=30),
+                 sigma=rng.uniform(0.5, 2, 30), taus=np.linspace(0, 1, 5))
+    entry = {"attack": "qmia", "backbone": {"arch": "mlp"}, "label": "QMIA"}
+    fit = recheck_scores.qmia_fit(tmp_path, entry, 0)
+    np.testing.assert_array_equal(fit["mu"], np.load(tmp_path / "fits/qmia-b/0.npz")["mu"])
+    with pytest.raises(SystemExit, match="0 QMIA fits"):
+        recheck_scores.qmia_fit(tmp_path, {**entry, "trials": 3}, 0)
+    ctx = overfit_context()
+    audit = ctx.audit[ctx.audit < 30]
+    ctx = dataclasses.replace(ctx, audit=audit, fit={**fit, "mu": np.resize(fit["mu"], 3000),
+                                                     "sigma": np.resize(fit["sigma"], 3000)})
+    hinge = recheck_scores.statistics(ctx.target_logits, ctx.labels, True)["hinge"][0, audit]
+    np.testing.assert_allclose((hinge - fit["mu"][audit]) / fit["sigma"][audit],
+                               get_attack("qmia").fn(ctx), rtol=1e-12)
