@@ -14,13 +14,14 @@ or pooled variance; offline ``sum log Phi``, online log-likelihood ratio), offli
 (``p(x) = ((1 + a) mean_OUT p + 1 - a) / 2``, ``Pr_z[LR(x, z) >= gamma]``), Attack-R (the
 target's percentile among its OUT losses, ML Privacy Meter's range [0, 1000] appended),
 Watson et al.'s and Sablayrolles et al.'s calibrated losses (the OUT mean; the midpoint of the
-IN and OUT means), and Suri et al.'s IHA (Eq. 8, leave-one-out ``grad L0`` as their Appendix E,
-damped or low-rank inverse, any subset of its terms) and SIF from an exact Hessian of the
-target's training loss that this script forms from the saved weights with ``torch.func`` and
-eigendecomposes in float64 (a few seconds for IHA's 4,780-parameter MNIST MLP), and QMIA's
-Gaussian head, ``(s - mu(x)) / sigma(x)`` with the target's hinge ``s`` and the regressor's
-predictions that its fit saved for every record (its training on public records only is the
-tests' to check, its calibration the claims'). RMIA's
+IN and OUT means), Yeom et al.'s loss against the target's mean training loss, Suri et al.'s
+IHA (Eq. 8, leave-one-out ``grad L0`` as their Appendix E, damped or low-rank inverse, any
+subset of its terms) and SIF from an exact Hessian of the target's training loss that this
+script forms from the saved weights with ``torch.func`` and eigendecomposes in float64 (a few
+seconds for IHA's 4,780-parameter MNIST MLP), and QMIA's Gaussian head,
+``(s - mu(x)) / sigma(x)`` with the target's hinge ``s`` and the regressor's predictions that
+its fit saved for every record (its training on public records only is the tests' to check,
+its calibration the claims'). RMIA's
 file holds the package's refinement of the step score, ``(d + f) / (|Z| + 1)``, recomputed here
 from that formula; beside it the published step score's AUC and the share of rows with
 ``d = floor(score (|Z| + 1))`` (the refinement breaks ties and reorders nothing).
@@ -64,7 +65,8 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
                                   "iha-i1-i2", "iha-loss-i1", "sif")] \
     + [f"iha-mnist-odd:{a}" for a in ("iha", "iha-low-rank-2e-1", "sif")] \
     + [f"qmia-mnist-mlp1:{a}" for a in ("qmia", "qmia-mlp")] \
-    + [f"qmia-tabular:{a}" for a in ("qmia", "qmia-search")]
+    + [f"qmia-tabular:{a}" for a in ("qmia", "qmia-search")] \
+    + [f"subpop-mnist{r}:yeom" for r in ("", "-r1", "-r2")]
 ROLE_IDS, STRIDE, TOLERANCE = {"target": 1, "reference": 2}, 1000, 1e-6
 MAX_PARAMETERS = 10_000  # an exact Hessian's eigendecomposition: seconds at 4,780
 REPO = Path(__file__).resolve().parent.parent
@@ -202,6 +204,12 @@ def calibrated(target, refs, member, kind: str) -> np.ndarray:
     if not (member.any(axis=0) & (~member).any(axis=0)).all():
         raise SystemExit("a record without IN or OUT models: not rechecked")
     return target - 0.5 * (np.nanmean(np.where(member, values, np.nan), axis=0) + mean_out)
+
+
+def yeom(target, member, audit) -> np.ndarray:
+    """Yeom et al.: the target's mean loss over its training set minus the record's (first
+    query; ``target`` holds minus the loss of every record)."""
+    return target[0, audit] - target[0, member].mean()
 
 
 # --- IHA (Suri et al.): an exact Hessian of the target's training loss -----------------------
@@ -382,6 +390,9 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
             if (study, t) not in curvatures:
                 curvatures[study, t] = target_curvature(home, split, data, t)
             ours = iha(curvatures[study, t], member[audit], entry)
+        elif kind == "yeom":
+            ours = yeom(stat(home / "models" / "target", t, "loss", np.arange(len(labels))),
+                        member, audit)
         elif kind == "qmia" and entry.get("head", "gaussian") == "gaussian":
             fit = qmia_fit(home, entry, t)  # (s - mu(x)) / sigma(x), s the first query's hinge
             hinge = stat(home / "models" / "target", t, "hinge", audit)[0]

@@ -130,11 +130,11 @@ def test_its_welch_interval_is_the_packages_across_studies():
     ("lira", {"mode": "offline", "variance": "per_example", "statistic": "hinge"}),
     ("lira", {"mode": "online", "variance": "global", "statistic": "loss"}),
     ("rmia", {"mode": "offline", "a": 0.3}), ("attack_r", {}), ("watson", {}),
-    ("sablayrolles", {})])
+    ("sablayrolles", {}), ("yeom", {})])
 def test_its_scores_from_the_logits_are_the_packages(family, params):
-    """benchmarks/recheck_scores.py's own LiRA, RMIA, Attack-R and calibrated losses, on an
-    overfit target and 32 reference models, at the package's float32 statistics: the same
-    scores."""
+    """benchmarks/recheck_scores.py's own LiRA, RMIA, Attack-R, calibrated losses and Yeom et
+    al.'s loss, on an overfit target and 32 reference models, at the package's float32
+    statistics: the same scores."""
     import recheck_scores
 
     ctx = overfit_context()
@@ -156,6 +156,9 @@ def test_its_scores_from_the_logits_are_the_packages(family, params):
         ours = recheck_scores.continuous_step(ratio[1], ratio[0])[1]
     elif family == "attack_r":
         ours = recheck_scores.attack_r(*inputs("loss", audit))
+    elif family == "yeom":
+        ours = recheck_scores.yeom(recheck_scores.statistics(
+            ctx.target_logits, ctx.labels, True)["loss"], ctx.target_mask, audit)
     else:
         ours = recheck_scores.calibrated(*inputs("loss", audit), family)
     np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9)
