@@ -559,8 +559,8 @@ def test_regime_says_within_2x_only_where_both_values_exist():
          "paper_test_accuracy": None, "gap": 0.1, "paper_gap": None, "within_2x_gap": None,
          "reference": math.nan},
         {"study": "gap only", "paper": "stolen-memories", "train_accuracy": 0.99,
-         "test_accuracy": 0.935, "paper_test_accuracy": None, "gap": 0.055, "paper_gap": 0.011,
-         "within_2x_gap": False, "reference": "r"}])
+         "lowest_train_accuracy": 0.21, "test_accuracy": 0.935, "paper_test_accuracy": None,
+         "gap": 0.055, "paper_gap": 0.011, "within_2x_gap": False, "reference": "r"}])
     lines = regime.regime_markdown(rows)
     row = {name: next(line for line in lines if line.startswith(f"| {name} |"))
            for name in ("with", "without", "gap only")}
@@ -568,6 +568,8 @@ def test_regime_says_within_2x_only_where_both_values_exist():
     assert "yes" not in row["without"] and "nan" not in row["without"]
     assert row["without"].endswith("| — | — | — |")
     assert row["gap only"].endswith("| — | — | gap: no |")
+    assert row["gap only"].startswith("| gap only | 99.0 (lowest 21.0) |")  # a failed target
+    assert row["with"].startswith("| with | 100.0 |")
     assert "- gap only: r" in lines and not any("nan" in line for line in lines)  # no source
 
 
