@@ -1091,8 +1091,9 @@ def _measure(study: str, attack: str, metric: str, config: dict[str, Any]) -> Es
     IHA's audit of a thousand records, at the paper's reference count; ``seconds``, the
     attack's own scoring of one target.
 
-    In a partition study of several repetitions, ``gpu_minutes`` and ``seconds`` are timed in
-    each (its own reference models, fit and scoring) and their interval is over them, paired
+    In a partition study of several repetitions, ``gpu_minutes`` (a repetition's own
+    reference models, fit and scoring) and ``seconds`` are timed in each, and their interval is
+    over them, paired
     across the two attacks of a claim by repetition, as any other metric's. Otherwise a cost
     is timed once; its draws spread it by the run's timing noise, the spread of the log of the
     training seconds of the reference models its claims read (:func:`_timing_cards`), drawn
