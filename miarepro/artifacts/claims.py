@@ -1093,8 +1093,8 @@ def _measure(study: str, attack: str, metric: str, config: dict[str, Any]) -> Es
 
     In a partition study of several repetitions, ``gpu_minutes`` (a repetition's own
     reference models, fit and scoring) and ``seconds`` are timed in each, and their interval is
-    over them, paired
-    across the two attacks of a claim by repetition, as any other metric's. Otherwise a cost
+    over them, paired across the two attacks of a claim by repetition, as any other metric's.
+    Otherwise a cost
     is timed once; its draws spread it by the run's timing noise, the spread of the log of the
     training seconds of the reference models its claims read (:func:`_timing_cards`), drawn
     apart for each attack, so that a cost claim is only decided beyond that noise. The spread
