@@ -1091,16 +1091,15 @@ def _measure(study: str, attack: str, metric: str, config: dict[str, Any]) -> Es
     IHA's audit of a thousand records, at the paper's reference count; ``seconds``, the
     attack's own scoring of one target.
 
-    In a partition study of several repetitions, ``gpu_minutes`` (a repetition's own
-    reference models, fit and scoring) and ``seconds`` are timed in each, and their interval is
-    over them, paired across the two attacks of a claim by repetition, as any other metric's.
-    Otherwise a cost
-    is timed once; its draws spread it by the run's timing noise, the spread of the log of the
-    training seconds of the reference models its claims read (:func:`_timing_cards`), drawn
-    apart for each attack, so that a cost claim is only decided beyond that noise. The spread
-    is a factor, log-normal: a time is never negative, and a ratio of two costs then spreads
-    alike either way (on a raw scale, a spread of a third put 0.3% of the draws of a
-    denominator within a tenth of zero and the ratio's upper limit at 3.2 times its value).
+    In a partition study of several repetitions, ``gpu_minutes`` (a repetition's own reference
+    models, fit and scoring) and ``seconds`` are timed in each, and their interval is over them,
+    paired across the two attacks of a claim by repetition, as any other metric's. Otherwise a
+    cost is timed once; its draws spread it by the run's timing noise, the spread of the log of
+    the training seconds of the reference models its claims read (:func:`_timing_cards`), drawn
+    apart for each attack, so that a cost claim is only decided beyond that noise. The spread is
+    a factor, log-normal: a time is never negative, and a ratio of two costs then spreads alike
+    either way (on a raw scale, a spread of a third put 0.3% of the draws of a denominator
+    within a tenth of zero and the ratio's upper limit at 3.2 times its value).
     """
     if metric not in COSTS:
         return res.attack_estimates(res.RESULTS, study, attack)[metric]
