@@ -4,19 +4,20 @@
         [--out FILE] [--repo DIR]
 
 A verdict in ``DIR/results/artifacts/claims.csv`` is the package's metric, interval and
-decision code applied to the run's scores. This recomputes it with code of its own, reading
-the config and the claims' YAML as data (never importing ``miarepro``) and the score files, so
-that a verdict does not rest on that code alone: each side's metric per run, the paired
-difference (a ratio: its delta-method pseudo-values), its Student-t 95% interval, whether the
-audits resolve the metric, the verdict. Rechecked: orderings, parities, ratios, bounds and
-equalities on one study; matched-best orders (every rival beaten at 95%, any one failing at
-Bonferroni's level); predicted orders (the lower loss the better, where the losses' interval
-excludes 0); trends (the ends of the axis among the studies of the row's dataset: paired run
-by run on one split, else Welch); pooled rows (the studies' mean, Welch). Costs and "not run"
-rows are listed as not. The chance test is not re-run: a "no signal" that vacuous parity does
-not give is accepted where the interval holds what attacks at chance give (0; a ratio 1).
-Exit status 1 where a verdict, the studies or the number of runs differs, or a quantity or
-bound beyond a relative 1e-9.
+decision code applied to the run's scores. This recomputes it with code of its own, reading the
+config and the claims' YAML as data (never importing ``miarepro``) and the score files, so that
+a verdict does not rest on that code alone: each side's metric per run, the paired difference
+(a ratio: its delta-method pseudo-values), its Student-t 95% interval, whether the audits
+resolve the metric, the verdict (a ``versus`` side: a pair's agreement, the share of members
+both attacks call alike at their thresholds for the FPR). Rechecked: orderings, parities,
+ratios, bounds and equalities on one study; matched-best orders (every rival beaten at 95%, any
+one failing at Bonferroni's level); predicted orders (the lower loss the better, where the
+losses' interval excludes 0); trends (the ends of the axis among the studies of the row's
+dataset: paired run by run on one split, else Welch); pooled rows (the studies' mean, Welch).
+Costs and "not run" rows are listed as not. The chance test is not re-run: a "no signal" that
+vacuous parity does not give is accepted where the interval holds what attacks at chance give
+(0; a ratio 1). Exit status 1 where a verdict, the studies or the number of runs differs, or a
+quantity or bound beyond a relative 1e-9.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ CHANCE_TESTED = (*COMPARISONS, *RATIOS, *TRENDS)  # matched_best, predicted: as 
 COSTS = ("gpu_minutes", "audit_minutes", "train_minutes", "seconds")
 DECISIONS = ("accuracy", "advantage", "precision", "recall")
 AT_FPR = re.compile(r"^(tpr|precision|fpr)@([0-9.]+)%$")
+AGREEMENT = re.compile(r"^agreement@([0-9.]+)%$")
 MIN_EXCEEDANCES, MIN_RUN_EXCEEDANCES, MIN_PER_CLASS, MIN_TARGETS = 10, 2, 20, 3
 CHANCE = {"auc": 0.5, "accuracy": 0.5, "advantage": 0.0, "precision": 0.5}  # else by FPR
 REL_TOL, ABS_TOL = 1e-9, 1e-12  # the absolute one only for quantities at 0
@@ -89,6 +91,14 @@ def rates_at(member: np.ndarray, score: np.ndarray, fpr: float) -> tuple[float, 
     flagged = members[members > cut]
     return ((len(flagged) / len(members), float((nonmembers >= flagged.min()).mean()))
             if len(flagged) else (0.0, 0.0))
+
+
+def calls_at(member: np.ndarray, score: np.ndarray, fpr: float) -> np.ndarray:
+    """Member calls at the conservative threshold: strictly above the (k+1)-th highest
+    non-member, k = floor(fpr n_out)."""
+    nonmembers = np.sort(score[~member])[::-1]
+    k = math.floor(fpr * len(nonmembers) + 1e-9)
+    return score > (nonmembers[k] if k < len(nonmembers) else -np.inf)
 
 
 def rank_auc(member: np.ndarray, score: np.ndarray) -> float:
@@ -197,6 +207,8 @@ class Run:
         split = cfg.get("split") or self.studies[cfg["models_from"]]["split"]
         partition = split["scheme"] == "partition"
         count = 1 if partition else max(cfg.get("replicates", 1), self.config.get("replicates", 1))
+        if (match := AGREEMENT.match(metric)) is not None:
+            return self.agreement(study, names, float(match.group(1)) / 100, partition, count)
         parts = []
         for name in names:
             values, resolvable, runs = [], True, []
@@ -215,6 +227,26 @@ class Run:
                               sum(runs) if min(runs) >= MIN_RUN_EXCEEDANCES else 0.0))
         return Side(sum(p.values for p in parts), all(p.resolvable for p in parts),
                     min(p.exceedances for p in parts))
+
+    def agreement(self, study: str, pair: tuple[str, ...], fpr: float, partition: bool,
+                  count: int) -> Side:
+        """A ``versus`` side: the share of members both attacks of ``pair`` call alike at their
+        thresholds for ``fpr``, per run (as :meth:`side`), on the records both scored."""
+        values, resolvable = [], True
+        for copy in [study] + [f"{study}-r{r}" for r in range(1, count)]:
+            per_target = []
+            for first, second in zip(*(self.targets(copy, name) for name in pair), strict=True):
+                both = first.merge(second, on="sample", suffixes=("", "_b"))
+                member = both["member"].to_numpy(bool)
+                same = (calls_at(member, both["score"].to_numpy(float), fpr)
+                        == calls_at(member, both["score_b"].to_numpy(float), fpr))
+                per_target.append(float(same[member].mean()))
+                resolvable &= exceedances(f"tpr@{100 * fpr:g}%", int(member.sum()),
+                                          int((~member).sum())) >= MIN_EXCEEDANCES
+            values += per_target if partition else [float(np.mean(per_target))]
+        if len(values) < (MIN_TARGETS if partition else 2):
+            raise NotRechecked("too few runs: a bootstrap interval")
+        return Side(np.array(values), resolvable, 0.0)
 
     def instances(self, study: str, claim: dict[str, Any]) -> list[tuple[str, ...]]:
         """Each side's attack instances: the paper attack at its setting (or the artifact's
@@ -237,9 +269,12 @@ class Run:
                        and (records := scored(find(spec, None)))), None)
         names = [tuple(n for n, a in attacks.items() if a.get("paper_attack") == spec["attack"]
                        and (a.get("paper_setting") or "").startswith(f"{spec['sum_over']}="))
-                 if "sum_over" in spec else tuple(filter(None, [find(spec, shared)]))
+                 if "sum_over" in spec else tuple(filter(None, [
+                     find(spec, shared), *([find({"attack": spec["versus"]}, shared)]
+                                           if "versus" in spec else [])]))
                  for spec in specs]
-        if not all(names):
+        if not all(names) or any(len(n) < 2 for n, spec in zip(names, specs, strict=True)
+                                 if "versus" in spec):
             raise NotRechecked("attack instance not in the config")
         return names
 

@@ -38,8 +38,13 @@ def test_every_claim_holds_on_the_papers_own_numbers(paper):
                     assert values == [None] * len(values), where
                     continue
                 if None in values:  # a text passage prints a side at most (QMIA-X1: QMIA's
-                    # GPU minutes with training, none for LiRA): no printed ratio to check
-                    assert catalog.load_catalog()[claim.artifact]["kind"] == "text", where
+                    # GPU minutes with training, none for LiRA), as does a pair that stands in
+                    # for the paper's (IHA-C28: LiRA with LOSS for LiRA with LiRA-L): no
+                    # printed comparison to check, but the side of the paper's own is printed
+                    printed = [value for value, spec in zip(values, [claim.a, claim.b],
+                                                           strict=False) if "versus" in spec]
+                    assert (catalog.load_catalog()[claim.artifact]["kind"] == "text"
+                            or any(value is not None for value in printed)), where
                     continue
                 losses = [cl.claim_paper_value(replace(claim, metric=claim.predictor), dataset,
                                                spec, model or None)
@@ -290,10 +295,28 @@ def test_a_ratio_of_attacks_at_chance_is_no_signal_unless_it_excludes_one():
     ("- {id: C, artifact: QMIA-T6, statement: s, metric: precision@1%, kind: predicted, "
      "predictor: pinball@1%, a: {attack: qmia, metric: auc}, b: {attack: marginal}, "
      "datasets: [cifar10]}", "C: a: kind 'predicted' reads both sides"),
+    # an agreement is a pair's: every side names its second attack, and only then
+    ("- {id: C, artifact: IHA-T5b, statement: s, metric: agreement@30%, kind: greater, "
+     "a: {attack: lira_online, versus: loss}, b: {attack: iha}, datasets: [purchase100_s]}",
+     "C: b: an agreement side names its pair's second attack"),
+    ("- {id: C, artifact: IHA-T5b, statement: s, metric: auc, kind: greater, "
+     "a: {attack: lira_online, versus: loss}, b: {attack: iha}, datasets: [purchase100_s]}",
+     "C: versus reads a pair's agreement"),
+    ("- {id: C, artifact: IHA-T5b, statement: s, metric: agreement@30%, kind: ratio_at_most, "
+     "a: {attack: lira_online, versus: loss}, b: {attack: lira_online, versus: iha}, "
+     "value: 1, datasets: [purchase100_s]}", "an agreement is compared or bounded"),
 ])
 def test_bad_claims_are_rejected_by_name(text, message):
     with pytest.raises(ValueError, match=message):
         cl.parse_claims("bmia", text)
+
+
+def test_a_misspelt_second_attack_of_a_pair_is_rejected_by_name():
+    text = ("- {id: C, artifact: IHA-T5b, statement: s, metric: agreement@30%, kind: greater, "
+            "a: {attack: lira_online, versus: los}, b: {attack: lira_online, versus: iha}, "
+            "datasets: [purchase100_s]}")
+    with pytest.raises(ValueError, match=r"C: a\.versus: unknown attack 'los' .did you mean"):
+        cl.parse_claims("iha", text)
 
 
 def test_attacks_are_found_by_paper_name_and_setting():
@@ -387,6 +410,100 @@ def test_a_side_summed_over_a_setting_adds_its_instances_replicate_by_replicate(
         (differences.mean(), differences.mean() - half, differences.mean() + half), abs=1e-6)
     assert "sum of layer-1 + layer-2: 5.00" in row["ours"]
     assert pd.isna(row["paper_b"])  # the paper prints no sum
+
+
+def test_member_agreement_by_hand():
+    """Six non-members, FPR 0.2: at most one may pass, so each attack calls a member where it
+    scores above its second-highest non-member (0.5 for both): a calls members 1, 2 and 4, b
+    calls 2, 3 and 4, and they agree on two of the four."""
+    from miarepro.artifacts.iha_tables import member_agreement
+
+    member = np.array([1, 1, 1, 1, 0, 0, 0, 0, 0, 0], dtype=bool)
+    outside = [0.9, 0.5, 0.1, 0.2, 0.3, 0.0]
+    a, b = np.array([1.0, 0.6, 0.4, 0.95, *outside]), np.array([0.45, 0.7, 0.8, 0.99, *outside])
+    assert member_agreement(member, a, b, 0.2) == 0.5
+    assert member_agreement(member, a, a, 0.2) == 1.0
+
+
+def _calls(member: np.ndarray, score: np.ndarray, fpr: float) -> np.ndarray:
+    """Members called at the conservative threshold, by hand: above the (k+1)-th highest
+    non-member, k = floor(fpr n)."""
+    outside = np.sort(score[~member])[::-1]
+    return score > outside[int(np.floor(fpr * outside.size + 1e-9))]
+
+
+def _agreement_study(tmp_path, monkeypatch, replicates: int) -> tuple[dict, dict]:
+    """IHA-C28's three attacks on a study of ``replicates`` copies, one target each: LOSS
+    follows LiRA's scores with noise, IHA scores independently of both. Returns the config
+    and, per copy, each attack's scores."""
+    from miarepro.artifacts import results
+
+    monkeypatch.chdir(tmp_path)
+    study = {"paper": "iha", "paper_dataset": "purchase100_s", "targets": 1,
+             "split": {"scheme": "balanced"}, "replicates": replicates, "attacks": {
+                 "lira": {"attack": "lira", "paper_attack": "lira_online"},
+                 "loss": {"attack": "marginal", "paper_attack": "loss"},
+                 "iha": {"attack": "iha", "paper_attack": "iha"}}}
+    copies = ["s"] + [f"s-r{r}" for r in range(1, replicates)]
+    config = {"artifacts": {}, "studies": {
+        copy: {**study, **({"replicate_of": "s"} if copy != "s" else {})} for copy in copies}}
+    member = np.repeat([True, False], 60)
+    scores = {}
+    for index, copy in enumerate(copies):
+        rng = np.random.default_rng(index)
+        lira = rng.normal(member * 1.0, 1.0)
+        scores[copy] = {"lira": lira, "loss": lira + rng.normal(0.0, 0.5, member.size),
+                        "iha": rng.normal(member * 1.0, 1.0)}
+        for attack, score in scores[copy].items():
+            path = tmp_path / results.score_path("results", copy, attack)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pd.DataFrame({"sample": np.arange(member.size), "target": 0, "member": member,
+                          "score": score}).to_parquet(path)
+    return config, scores
+
+
+def test_an_agreement_claim_compares_two_pairs_over_replicates_by_hand(tmp_path, monkeypatch):
+    """IHA-C28 on 3 replicates: each side is LiRA's share of members called alike with LOSS,
+    or with IHA, at FPR 0.3; the interval is Student-t over the replicates' paired
+    differences. Recomputed with a threshold rule of the test's own; LOSS, which follows
+    LiRA, agrees with it more than IHA does. The claims job reads the pairs' scores."""
+    config, scores = _agreement_study(tmp_path, monkeypatch, replicates=3)
+    claim = next(c for c in cl.load_claims("iha") if c.id == "IHA-C28")
+    sides = cl._sides(claim, "s", config)
+    assert sides[2] == [cl.Pair("lira", "loss"), cl.Pair("lira", "iha")]
+    row = cl._study_row(claim, "s", sides, config)
+    member = np.repeat([True, False], 60)
+
+    def agree(copy, other):
+        calls = [_calls(member, scores[copy][name], 0.3) for name in ("lira", other)]
+        return np.mean((calls[0] == calls[1])[member])
+
+    differences = np.array([agree(c, "loss") - agree(c, "iha") for c in ("s", "s-r1", "s-r2")])
+    half = 4.302653 * differences.std(ddof=1) / np.sqrt(3)
+    assert row["replicates"] == 3 and row["verdict"] == "holds"
+    assert (row["quantity"], row["quantity_low"], row["quantity_high"]) == pytest.approx(
+        (differences.mean(), differences.mean() - half, differences.mean() + half), abs=1e-6)
+    assert row["ours"].startswith("lira with loss: ")  # no labels in this config
+    assert row["paper_b"] == 0.436 and pd.isna(row["paper_a"])  # the paper prints no LOSS
+    assert cl._paper_text(claim, row["paper_a"], row["paper_b"]) == "— vs 0.436"
+    assert cl._paper_text(claim, None, None) == "not printed in the artifact"
+    read = cl.inputs("results", {"studies": ["s"]}, config)
+    assert {f"results/studies/{copy}/scores/{name}.parquet" for copy in ("s", "s-r1", "s-r2")
+            for name in ("lira", "loss", "iha")} <= set(read)
+
+
+def test_an_agreement_of_one_run_is_bootstrapped_over_records_paired(tmp_path, monkeypatch):
+    """One run: the interval is a bootstrap of the audited records, the same resampling for
+    both pairs, so that a pair set against itself differs by exactly 0 in every draw."""
+    config, _ = _agreement_study(tmp_path, monkeypatch, replicates=1)
+    estimate = cl._agreement_over(["s"], cl.Pair("lira", "loss"), "agreement@30%", config)
+    again = cl._agreement_over(["s"], cl.Pair("lira", "loss"), "agreement@30%", config)
+    assert estimate.method == "bootstrap" and estimate.draws.size == uncertainty.N_BOOTSTRAP
+    low, high = estimate.interval()
+    assert low < estimate.value < high and high - low > 0.02
+    assert np.array_equal((estimate - again).draws, np.zeros(uncertainty.N_BOOTSTRAP))
+    other = cl._agreement_over(["s"], cl.Pair("lira", "iha"), "agreement@30%", config)
+    assert np.corrcoef(estimate.draws, other.draws)[0, 1] > 0  # the same records drawn
 
 
 def _premise() -> cl.Claim:
@@ -1111,8 +1228,13 @@ def test_the_claims_table_asks_for_exactly_the_attacks_its_claims_read(monkeypat
     def measure(study, attack, metric, _config):
         return estimates(None, study, attack)[metric]
 
+    def agreement(study, pair, _fpr, bootstrap=False):  # a pair reads both attacks' scores
+        read.update((study, attack) for attack in pair)
+        return Estimate(0.5, np.full(3, 0.5), "targets")
+
     monkeypatch.setattr(results, "attack_estimates", estimates)
     monkeypatch.setattr(cl, "_measure", measure)
+    monkeypatch.setattr(cl, "_agreement", agreement)
     monkeypatch.setattr(cl, "_level", lambda _over, study, _config: float(len(study)))
     monkeypatch.setattr(cl, "_failed_fits", lambda _sides, _config: "")
     firsts = results.studies_of({}, config)
@@ -1132,6 +1254,11 @@ def test_the_claims_table_asks_for_exactly_the_attacks_its_claims_read(monkeypat
     copies = {copy for study in firsts for copy in replicates_of(study, config)[1:]}
     assert copies and {study for study, _ in asked - read} <= set(firsts)
     assert ("subpop-mnist-r1", "subpop") in read  # the claims' attack, in every copy
+    scored = {(Path(path).parts[-3], Path(path).stem)
+              for path in cl.inputs("results", config["artifacts"]["claims"], config)
+              if Path(path).parent.name == "scores"}  # IHA-C28's pairs: scores, not metrics
+    assert scored == {(copy, attack) for copy in ("iha-mnist", "iha-mnist-r1", "iha-mnist-r2")
+                      for attack in ("lira-online", "loss", "iha")}
     assert ("subpop-mnist-r1", "subpop-beta-2e-1") not in asked  # a sweep: the first's figure
 
 

@@ -45,6 +45,10 @@ def test_its_metrics_are_the_packages_on_audits_with_ties(seed):
     expected = metrics.decision_metrics(balanced["member"], balanced["decision"])
     for name in ("accuracy", "advantage", "precision", "recall"):
         assert recheck_claims.target_value(balanced, name) == pytest.approx(expected[name])
+    # IHA Table 5's member calls, the same on ties
+    for fpr in (0.05, 0.3):
+        assert np.array_equal(recheck_claims.calls_at(member, score, fpr),
+                              metrics.decisions_at_fpr(member, score, fpr))
 
 
 def test_its_verdicts_are_the_packages_on_hand_intervals():

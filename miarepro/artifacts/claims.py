@@ -19,8 +19,11 @@ their references from another study: :func:`matched_best_verdict`), the artifact
 and the paper datasets it is made for. A claim the paper states on average over its settings
 (``pooled``) is decided once per paper dataset, on the mean over its studies of the quantity
 it bounds (:func:`_pooled_rows`). A side may be a sum (``sum_over: layer``: the attack's
-advantage on every layer alone, added replicate by replicate). Attacks are named as in the
-papers' tables
+advantage on every layer alone, added replicate by replicate), or a pair's agreement
+(``versus``: the share of members on which the side's attack and that one make the same call
+at the FPR of ``agreement@30%``, IHA's Table 5: :func:`_agreement`; it has no chance level, as
+two attacks without signal agree by their TPRs, so it never reads "no signal"). Attacks are
+named as in the papers' tables
 (``paper_attack`` and ``paper_setting`` of a study's attack instances), so one claims file
 serves the miniature and the full-scale configurations alike.
 The paper's own numbers come from ``paper_values.csv``; nothing is typed in twice.
@@ -61,10 +64,11 @@ from __future__ import annotations
 import operator
 import re
 import string
+import zlib
 from dataclasses import dataclass, replace
 from functools import cache, reduce
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -72,6 +76,7 @@ import pandas as pd
 from miarepro import io, uncertainty
 from miarepro.artifacts import builders, catalog, regime
 from miarepro.artifacts import results as res
+from miarepro.artifacts.iha_tables import member_agreement, paper_agreement
 from miarepro.artifacts.registry import AUDIT_MINUTES, COMPUTE, COSTS, SECONDS, TRAIN_MINUTES
 from miarepro.paths import independent_runs, model_home, replicates_of
 from miarepro.uncertainty import Estimate
@@ -99,14 +104,25 @@ KEYS = {"id", "artifact", "statement", "metric", "kind", "a", "b", "value", "bas
 REQUIRED_KEYS = ("id", "artifact", "statement", "metric", "kind", "a", "datasets")
 #: the metrics a claim can read: a metrics table's columns (a rate at an FPR, a calibrated
 #: decision's) and the costs; a misspelt one would read "not run: needs it measured"
-METRIC = re.compile(r"(auc|(tpr|precision|fpr|pinball)@\d+(\.\d+)?%"
+METRIC = re.compile(r"(auc|(tpr|precision|fpr|pinball|agreement)@\d+(\.\d+)?%"
                     r"|(accuracy|advantage|precision|recall)(@cal\d+)?)")
 #: an attack side names the paper's attack and setting, and may measure it by another metric
 #: than the claim's (Stolen Memories: one attack's calibrated against uncalibrated precision);
 #: ``sum_over: layer`` makes it the sum of the metric over every instance of the attack at a
 #: setting of that key (``layer=1``, ``layer=2``, ...): Stolen Memories' "all the individual
-#: layers combined"
-SIDE_KEYS = {"attack", "setting", "metric", "sum_over"}
+#: layers combined"; ``versus`` makes it the agreement of the attack with another on members
+#: (:data:`AGREEMENT`)
+SIDE_KEYS = {"attack", "setting", "metric", "sum_over", "versus"}
+#: a pair's decision agreement on members at an FPR (IHA Table 5): every side names a ``versus``
+AGREEMENT = re.compile(r"agreement@(\d+(\.\d+)?)%")
+#: the kinds an agreement can be read by: compared between two pairs, or bounded
+AGREEMENT_KINDS = ("greater", "close", "not_below", "at_least", "at_most")
+
+
+class Pair(NamedTuple):
+    """A ``versus`` side's two attack instances in a study."""
+    first: str
+    second: str
 
 
 @dataclass(frozen=True)
@@ -233,6 +249,7 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
                                  "it takes no 'setting', compares two sides (greater, close, "
                                  "not_below) and sums a metric whose chance level is 0 "
                                  "(advantage), which a sum keeps")
+        _check_agreement(where, entry)
         architectures = entry.get("architectures", [])
         if not isinstance(architectures, list):
             raise ValueError(f"{where}: architectures: a list of architectures, such as [lenet]")
@@ -253,6 +270,25 @@ def parse_claims(paper: str, text: str) -> list[Claim]:
     return claims
 
 
+def _check_agreement(where: str, entry: dict[str, Any]) -> None:
+    """An agreement is a pair's: its claim names a ``versus`` on every side, at the claim's
+    metric, and nothing else does."""
+    sides = [entry.get(side) or {} for side in ("a", "b") if entry.get(side)]
+    agreement = AGREEMENT.fullmatch(str(entry["metric"])) is not None
+    if not agreement:
+        if any("versus" in spec for spec in sides):
+            raise ValueError(f"{where}: versus reads a pair's agreement: the claim's metric "
+                             "must be one (agreement@30%)")
+        return
+    if entry["kind"] not in AGREEMENT_KINDS:
+        raise ValueError(f"{where}: an agreement is compared or bounded "
+                         f"({list(AGREEMENT_KINDS)}), not {entry['kind']!r}")
+    for side, spec in zip("ab", sides, strict=False):
+        if "versus" not in spec or spec.keys() & {"metric", "sum_over"}:
+            raise ValueError(f"{where}: {side}: an agreement side names its pair's second "
+                             "attack (versus) and no metric or sum_over of its own")
+
+
 def _check_paper_names(where: str, paper: str, entry: dict[str, Any]) -> None:
     """A claim names datasets, attacks and settings as the paper does (``paper_values.csv`` or
     ``paper_keys.yaml``): a misspelt one would match no study and leave the claim "not run"."""
@@ -266,9 +302,10 @@ def _check_paper_names(where: str, paper: str, entry: dict[str, Any]) -> None:
         spec = entry.get(side) or {}
         if not spec:
             continue
-        if spec.get("attack") not in keys.settings:
-            raise ValueError(f"{where}: {side}.attack: "
-                             + unknown("attack", spec.get("attack"), keys.settings))
+        for key in ("attack", "versus") if "versus" in spec else ("attack",):
+            if spec.get(key) not in keys.settings:
+                raise ValueError(f"{where}: {side}.{key}: "
+                                 + unknown("attack", spec.get(key), keys.settings))
         if "setting" in spec and spec["setting"] not in keys.settings[spec["attack"]]:
             raise ValueError(f"{where}: {side}.setting: " + unknown(
                 "setting", spec["setting"], keys.settings[spec["attack"]],
@@ -460,6 +497,9 @@ def claim_paper_value(claim: Claim, dataset: str, spec: dict[str, str],
     if "sum_over" in spec:  # a sum the paper's tables do not print
         return None
     values = catalog.paper_values(claim.artifact)
+    if "versus" in spec:
+        return paper_agreement(values, dataset, spec["attack"], spec["versus"],
+                                       agreement_fpr(claim.metric), model=model)
     cell = (dataset, spec["attack"], spec.get("setting"), claim.metric, model)
     value = catalog.paper_value(values, *cell)
     if value is None and model and not values.empty and not values["model"].isin(
@@ -495,8 +535,22 @@ def summed_attacks(study_config: dict[str, Any], spec: dict[str, str]) -> tuple[
     return found or None
 
 
+def paired_attacks(study_config: dict[str, Any], spec: dict[str, str],
+                   records: int | None = None, default: str = "") -> Pair | None:
+    """A ``versus`` side's two instances in the study; None where it lacks either."""
+    first = find_attack(study_config, spec, records, default)
+    second = find_attack(study_config, {"attack": spec["versus"]}, records, default)
+    return Pair(first, second) if first and second else None
+
+
+def agreement_fpr(metric: str) -> float:
+    """The FPR of ``agreement@30%``: 0.3."""
+    return float(AGREEMENT.fullmatch(metric).group(1)) / 100
+
+
 def _instances(names: list[Any]) -> list[str]:
-    """The attack instances behind a claim's sides, a ``sum_over`` side's each (None dropped)."""
+    """The attack instances behind a claim's sides, a ``sum_over`` side's or a pair's each
+    (None dropped)."""
     return [one for name in names if name is not None
             for one in (name if isinstance(name, tuple) else (name,))]
 
@@ -665,6 +719,7 @@ def _sides(claim: Claim, study: str, config: dict[str, Any]
     specs = [claim.a] + ([claim.b] if claim.b is not None else [])
     records = _shared_records(study_config, specs, default)
     names = [summed_attacks(study_config, spec) if "sum_over" in spec
+             else paired_attacks(study_config, spec, records, default) if "versus" in spec
              else find_attack(study_config, spec, records, default) for spec in specs]
     if not any(names) and all(attack.get("paper_setting")
                               for attack in study_config["attacks"].values()):
@@ -701,7 +756,7 @@ def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> li
         study_config = config["studies"][study]
         if not load_claims(study_config["paper"]):
             continue
-        read = attacks_read(study, config)
+        read, paired = attacks_read(study, config), _paired_read(study, config)
         for copy in replicates_of(study, config) if read else [study]:
             names = read + ([study_config.get("regime", {}).get("baseline")]
                             if copy == study else [])
@@ -709,7 +764,19 @@ def inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> li
             files += builders.study_inputs(results, copy, {**copy_config, "attacks": {
                 name: copy_config["attacks"][name] for name in dict.fromkeys(names) if name}})
             files += _cost_inputs(results, copy, config)
+            files += [str(res.score_path(results, copy, name)) for name in paired]
     return sorted(set(files), key=files.index)
+
+
+def _paired_read(study: str, config: dict[str, Any]) -> list[str]:
+    """The instances of ``study`` whose agreement a claim reads (``versus`` sides): their
+    scores, not only their metrics (:func:`_agreement`)."""
+    names = []
+    for claim in load_claims(config["studies"][study]["paper"]):
+        sides = None if claim.kind in TRENDS else _sides(claim, study, config)
+        names += [one for name in (sides[2] if sides else ()) if isinstance(name, Pair)
+                  for one in name]
+    return list(dict.fromkeys(names))
 
 
 def _failed_fits(sides: list[tuple[str, str]], config: dict[str, Any]) -> str:
@@ -851,7 +918,9 @@ def _side_label(study_config: dict[str, Any], name: str | tuple[str, ...],
     """A side as the study's tables name its attack instance (its label), with the metric it
     is read at where the two sides differ in it (calibrated against uncalibrated precision);
     a ``sum_over`` side as the sum of its instances."""
-    if isinstance(name, tuple):
+    if isinstance(name, Pair):
+        label = " with ".join(_side_label(study_config, one) for one in name)
+    elif isinstance(name, tuple):
         label = "sum of " + " + ".join(_side_label(study_config, one) for one in name)
     else:
         label = study_config["attacks"][name].get("label", name)
@@ -885,14 +954,16 @@ def _side_estimates(claim: Claim, study: str, specs: list[dict[str, str]],
     metrics = claim.side_metrics(len(names))
     unmeasured = sorted({metric for name, metric in zip(names, metrics, strict=True)
                          for one in _instances([name]) if metric not in COSTS
+                         and not isinstance(name, Pair)
                          and metric not in res.attack_estimates(res.RESULTS, study, one)})
     if unmeasured:  # e.g. a TPR at an FPR outside the config's metrics.fprs
         return f"needs {', '.join(unmeasured)} measured (the config's metrics)"
     if failed := _failed_fits([(study, name) for name in _instances(names)], config):
         return failed
     replicates = replicates_of(study, config)
-    return [_paired_sum([_over_replicates(replicates, one, metric, config)
-                         for one in _instances([name])])
+    return [_agreement_over(replicates, name, metric, config) if isinstance(name, Pair)
+            else _paired_sum([_over_replicates(replicates, one, metric, config)
+                              for one in _instances([name])])
             for name, metric in zip(names, metrics, strict=True)]
 
 
@@ -1084,6 +1155,57 @@ def _over_replicates(replicates: list[str], attack: str, metric: str,
     return found[0] if len(found) == 1 else uncertainty.over_replicates(found)
 
 
+def _agreement_over(replicates: list[str], pair: Pair, metric: str,
+                    config: dict[str, Any]) -> Estimate:
+    """A pair's agreement in a study (:func:`_agreement`): over its replicates where it has
+    several, a Student-t interval of their values; else over its targets where they are
+    repetitions (:data:`~miarepro.uncertainty.MIN_TARGETS` or more), else a bootstrap of its
+    audited records."""
+    fpr = agreement_fpr(metric)
+    if len(replicates) > 1:
+        return uncertainty.over_replicates([_agreement(study, pair, fpr)
+                                            for study in replicates])
+    study_config = config["studies"][replicates[0]]
+    repetitions = (builders.has_repetitions(study_config)
+                   and study_config["targets"] >= uncertainty.MIN_TARGETS)
+    return _agreement(replicates[0], pair, fpr, bootstrap=not repetitions)
+
+
+def _agreement(study: str, pair: Pair, fpr: float, bootstrap: bool = False) -> Estimate:
+    """The share of members on which the pair's attacks make the same call at ``fpr``
+    (:func:`~miarepro.artifacts.iha_tables.member_agreement`), on the records both scored: the
+    mean over the study's targets, with the targets' values as draws, or with ``bootstrap``
+    the means of :data:`~miarepro.uncertainty.N_BOOTSTRAP` resamplings of each target's
+    records, members and non-members apart, each setting both thresholds anew. A resampling
+    depends on the study, the target and the audit's size only, so two pairs of one study
+    draw the same records and their difference is paired. Resolvable where each target's
+    audit puts :data:`~miarepro.uncertainty.MIN_EXCEEDANCES` non-members above the
+    thresholds."""
+    first, second = (io.read_table(res.score_path(res.RESULTS, study, attack))
+                     .set_index(["target", "sample"])[["member", "score"]] for attack in pair)
+    common = first.index.intersection(second.index).sort_values()
+    points, draws, resolvable = [], [], True
+    for target in common.get_level_values("target").unique():
+        rows = common[common.get_level_values("target") == target]
+        member = first.loc[rows, "member"].to_numpy(dtype=bool)
+        scores = [side.loc[rows, "score"].to_numpy(dtype=float) for side in (first, second)]
+        points.append(member_agreement(member, *scores, fpr))
+        resolvable &= bool(uncertainty.resolvable(f"tpr@{100 * fpr:g}%", int(member.sum()),
+                                                  int((~member).sum())))
+        if bootstrap:
+            rng = np.random.default_rng([zlib.crc32(study.encode()), int(target), member.size])
+            inside, outside = np.flatnonzero(member), np.flatnonzero(~member)
+            drawn = (np.concatenate([rng.choice(inside, inside.size),
+                                     rng.choice(outside, outside.size)])
+                     for _ in range(uncertainty.N_BOOTSTRAP))
+            draws.append([member_agreement(member[d], *(s[d] for s in scores), fpr)
+                          for d in drawn])
+    value = float(np.mean(points))
+    if bootstrap:
+        return Estimate(value, np.mean(draws, axis=0), "bootstrap", resolvable)
+    return Estimate(value, np.array(points), "targets", resolvable)
+
+
 def _measure(study: str, attack: str, metric: str, config: dict[str, Any]) -> Estimate:
     """An attack's metric in one study, or its cost: ``gpu_minutes``, the models, fit and
     scoring it needs, as the paper tables' compute rows count them; ``train_minutes``, Subpop
@@ -1130,7 +1252,8 @@ def _measure(study: str, attack: str, metric: str, config: dict[str, Any]) -> Es
 
 
 def _spec_text(spec: dict[str, str]) -> str:
-    return spec["attack"] + (f" ({spec['setting']})" if spec.get("setting") else "")
+    return (spec["attack"] + (f" ({spec['setting']})" if spec.get("setting") else "")
+            + (f" with {spec['versus']}" if spec.get("versus") else ""))
 
 
 def _not_run_anywhere(claim: Claim) -> dict[str, Any]:
@@ -1185,11 +1308,13 @@ def artifact_file(artifact: str) -> str:
 
 
 def _paper_text(claim: Claim, a: float | None, b: float | None) -> str:
-    """The numbers the claim's artifact prints for its sides; where it prints none (a figure,
-    or a number quoted in the text, which the statement then gives), says so."""
-    if pd.isna(a) or (claim.b is not None and pd.isna(b)):
+    """The numbers the claim's artifact prints for its sides, "—" for a side it does not print
+    (a pair standing in for the paper's: IHA-C28); where it prints none (a figure, or a number
+    quoted in the text, which the statement then gives), says so."""
+    sides = [a] + ([b] if claim.b is not None else [])
+    if all(pd.isna(side) for side in sides):
         return "not printed in the artifact"
-    return f"{a:g}" + (f" vs {b:g}" if claim.b is not None else "")
+    return " vs ".join("—" if pd.isna(side) else f"{side:g}" for side in sides)
 
 
 VERDICT_TEXT = (

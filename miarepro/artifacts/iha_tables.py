@@ -63,6 +63,31 @@ def threat_models(name: str, settings: dict[str, Any], config: dict[str, Any],
 GROUND_TRUTH = "ground_truth"
 
 
+def member_agreement(member: np.ndarray, score_a: np.ndarray, score_b: np.ndarray,
+                     fpr: float) -> float:
+    """Share of the members on which two attacks, each at its own threshold for ``fpr``
+    (:func:`~miarepro.metrics.decisions_at_fpr`), make the same call: the upper triangle of
+    Table 5, which tells whether two attacks flag the same records, where their TPRs only say
+    how many."""
+    member = np.asarray(member, dtype=bool)
+    same = (metrics.decisions_at_fpr(member, score_a, fpr)
+            == metrics.decisions_at_fpr(member, score_b, fpr))
+    return float(same[member].mean())
+
+
+def paper_agreement(papers: pd.DataFrame, dataset: str | None, a: str, b: str, fpr: float,
+                    population: str = "members", model: str | None = None) -> float | None:
+    """The paper's agreement of attacks ``a`` and ``b`` at ``fpr`` on ``population`` (members
+    or nonmembers: the upper or lower triangle), printed in either orientation (agreement is
+    symmetric)."""
+    for row, column in ((a, b), (b, a)):
+        value = paper_value(papers, dataset, row, f"fpr={fpr:g};vs={column}",
+                            f"agreement_{population}", model)
+        if value is not None:
+            return value
+    return None
+
+
 def agreement(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
     """How often two attacks make the same call at one FPR (IHA Table 5): above the diagonal
     on the members, below it on the non-members; the ground-truth column / row is each
@@ -96,7 +121,8 @@ def agreement(name: str, settings: dict[str, Any], config: dict[str, Any], prefi
                 group = member if i < j else ~member
                 which = "members" if i < j else "nonmembers"
                 ours = float(np.mean(decisions[a][group] == decisions[b][group]))
-                paper = _paper_agreement(papers, study_config, keys[a], keys[b], fpr, which)
+                paper = paper_agreement(papers, study_config.get("paper_dataset"), keys[a],
+                                        keys[b], fpr, which)
                 rows.append({"study": study, "attack": a, "versus": b, "population": which,
                              "agreement": round(ours, 3), "paper": paper,
                              "n": int(group.sum())})
@@ -110,17 +136,6 @@ def agreement(name: str, settings: dict[str, Any], config: dict[str, Any], prefi
                   _markdown(matrix), ""]
     io.write_table(prefix + ".csv", pd.DataFrame(rows))
     io.write_text(prefix + ".md", "\n".join(lines) + "\n")
-
-
-def _paper_agreement(papers: pd.DataFrame, study_config: dict[str, Any], a: str, b: str,
-                     fpr: float, which: str) -> float | None:
-    """The paper's cell, in either orientation (agreement is symmetric)."""
-    for row, column in ((a, b), (b, a)):
-        value = paper_value(papers, study_config.get("paper_dataset"), row,
-                            f"fpr={fpr:g};vs={column}", f"agreement_{which}")
-        if value is not None:
-            return value
-    return None
 
 
 # --- Table 6: costs ---------------------------------------------------------------------------
