@@ -21,7 +21,8 @@ script forms from the saved weights with ``torch.func`` and eigendecomposes in f
 seconds for IHA's 4,780-parameter MNIST MLP), and QMIA's Gaussian head,
 ``(s - mu(x)) / sigma(x)`` with the target's hinge ``s`` and the regressor's predictions that
 its fit saved for every record (its training on public records only is the tests' to check,
-its calibration the claims'). RMIA's
+its calibration the claims'), and BMIA (glm predictive, references of its own study) drawn
+anew: see below. RMIA's
 file holds the package's refinement of the step score, ``(d + f) / (|Z| + 1)``, recomputed here
 from that formula; beside it the published step score's AUC and the share of rows with
 ``d = floor(score (|Z| + 1))`` (the refinement breaks ties and reorders nothing).
@@ -33,9 +34,21 @@ float32 inside the log-sum-exp of its statistics (``miarepro/signals.py``), and 
 does the same, to tell a difference of precision from one of method. This check found RMIA's
 mean of probabilities over models taken so too, where their spread is below float32's
 resolution: it is float64 now, here and in the package. IHA's fit keeps the audited gradients'
-eigenbasis coordinates in float32, which moves its scores by about 1e-8 of their spread. The
-score jobs' other attacks (BMIA, Stolen Memories, Subpop) are checked against hand
-computations in ``tests/``.
+eigenbasis coordinates in float32, which moves its scores by about 1e-8 of their spread.
+
+BMIA draws its reference hinges at random, so its scores are checked as a draw: for each of
+the first :data:`BMIA_TARGETS` targets this takes the reference model and its training records
+from the fit's card (their hashes checked), its penultimate features and last layer from the
+fit (checked against the logits the model saved), forms Liu et al.'s last-layer Laplace
+posterior itself (the GGN, KFAC, diagonal or full, and the prior precision that maximises the
+evidence; a validation-tuned one read from the card; ``delta_rel``: its relative difference
+from the fit's), and draws Algorithm 1's scores :data:`REDRAWS` times with its own seed.
+CONSISTENT: the file's AUC, TPR@1%, mean and spread of scores lie within :data:`WITHIN`
+standard deviations of the redraws' (a t with 19 degrees of freedom: each beyond it once in
+10,000 draws), and it correlates with the redraws as they do with each other; else
+INCONSISTENT, exit status 1. A spread of the posterior 5% too wide, or N = 90 for 100, lies 14
+and 23 standard deviations out on bmia-mnist. The score jobs' other attacks (Stolen
+Memories, Subpop) are checked against hand computations in ``tests/``.
 """
 
 from __future__ import annotations
@@ -45,14 +58,15 @@ import hashlib
 import json
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import yaml
-from recheck_claims import rank_auc  # benchmarks/recheck_claims.py: the script's folder
-from scipy import special, stats
+from recheck_claims import rank_auc, rates_at  # benchmarks/recheck_claims.py: this folder
+from scipy import optimize, special, stats
 
 DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "attack-r-n8",
                                           "lira-n2", "lira-n8", "lira-global-n8", "rmia-n2",
@@ -66,7 +80,9 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
     + [f"iha-mnist-odd:{a}" for a in ("iha", "iha-low-rank-2e-1", "sif")] \
     + [f"qmia-mnist-mlp1:{a}" for a in ("qmia", "qmia-mlp")] \
     + [f"qmia-tabular:{a}" for a in ("qmia", "qmia-search")] \
-    + [f"subpop-mnist{r}:yeom" for r in ("", "-r1", "-r2")]
+    + [f"subpop-mnist{r}:yeom" for r in ("", "-r1", "-r2")] \
+    + [f"bmia-mnist:{a}" for a in ("bmia", "bmia-diag-n100", "bmia-full", "bmia-kron-n300",
+                                   "bmia-validation")]
 ROLE_IDS, STRIDE, TOLERANCE = {"target": 1, "reference": 2}, 1000, 1e-6
 MAX_PARAMETERS = 10_000  # an exact Hessian's eigendecomposition: seconds at 4,780
 REPO = Path(__file__).resolve().parent.parent
@@ -320,15 +336,157 @@ QMIA_FIT_KEYS = ("head", "backbone", "recipe", "trials", "space", "validation_fr
                  "levels")
 
 
-def qmia_fit(home: Path, entry: dict, t: int) -> dict:
-    """Target ``t``'s fit of the regressor ``entry`` configures: the one fit whose card records
-    exactly those settings."""
-    params = {key: entry[key] for key in QMIA_FIT_KEYS if key in entry}
-    found = [card.with_suffix(".npz") for card in sorted(home.glob(f"fits/qmia-*/{t}.json"))
+def fit_of(home: Path, kind: str, keys: tuple[str, ...], entry: dict, t: int
+           ) -> tuple[dict, dict]:
+    """Target ``t``'s fit of the attack ``entry`` configures, and its card: the one fit whose
+    card records exactly its settings of ``keys``."""
+    params = {key: entry[key] for key in keys if key in entry}
+    found = [card for card in sorted(home.glob(f"fits/{kind}-*/{t}.json"))
              if json.loads(card.read_text())["settings"]["params"] == params]
     if len(found) != 1:
-        raise SystemExit(f"{home.name}: {len(found)} QMIA fits of target {t} with {params}")
-    return dict(np.load(found[0]))
+        raise SystemExit(f"{home.name}: {len(found)} {kind} fits of target {t} with {params}")
+    return dict(np.load(found[0].with_suffix(".npz"))), json.loads(found[0].read_text())
+
+
+# --- BMIA: the reference model's last-layer Laplace posterior, drawn anew -------------------
+#: BMIA's check: redraws of each of its first targets, and how far from them (in standard
+#: deviations, t with 19 degrees of freedom: 1e-4 beyond 5 each) a score file may lie
+BMIA_FIT_KEYS, REDRAWS, BMIA_TARGETS, WITHIN = ("hessian", "prior"), 20, 3, 5.0
+SEED = 20240917  # the recheck's own draws: unrelated to the workflow's seeds
+
+
+def bmia_posterior(features: np.ndarray, labels: np.ndarray, weight: np.ndarray,
+                   bias: np.ndarray, structure: str, prior: float | None
+                   ) -> tuple[float, Callable[[np.ndarray], Callable]]:
+    """Liu et al.'s posterior over the last layer ``(W, b)`` of the reference model, from its
+    training records' penultimate ``features``: precision = the cross-entropy's GGN (KFAC: G x
+    A with G = the summed softmax covariances, A = the mean of phi phi^T, and G for the bias;
+    diagonal; or full) + ``delta I``. ``delta`` maximises the Laplace evidence where ``prior``
+    is None (App. C.3), else is ``prior``. Returns delta and ``noise(phi)``: for the records at
+    ``phi``, ``(rows, z)`` -> standard normal ``z`` (rows, N, C) made those rows' predictive
+    logits' deviations from their mean."""
+    z = features @ weight.T + bias
+    p = special.softmax(z, axis=1)
+    n, d = features.shape
+    c = len(bias)
+    if structure == "kron":
+        g, q_out = np.linalg.eigh(np.diag(p.sum(0)) - p.T @ p)
+        a, q_in = np.linalg.eigh(features.T @ features / n)
+        g, a = np.clip(g, 0, None), np.clip(a, 0, None)
+        eigs = np.concatenate([np.outer(g, a).ravel(), g])
+    elif structure == "diag":
+        curvature = p * (1 - p)
+        eigs = np.concatenate([(curvature.T @ features**2).ravel(), curvature.sum(0)])
+    else:  # [vec(W) row-major, b]: sum_n Lambda_n x e e^T with e = [phi, 1], reordered
+        e = np.hstack([features, np.ones((n, 1))])
+        full = np.zeros((c, d + 1, c, d + 1))
+        full[np.arange(c), :, np.arange(c), :] = np.einsum("nc,ni,nj->cij", p, e, e)
+        pe = (p[:, :, None] * e[:, None, :]).reshape(n, -1)
+        order = [k * (d + 1) + i for k in range(c) for i in range(d)] + [
+            k * (d + 1) + d for k in range(c)]
+        hessian = (full.reshape(c * (d + 1), -1) - pe.T @ pe)[np.ix_(order, order)]
+        eigs = np.linalg.eigvalsh(hessian)
+    if prior is None:  # minus the log evidence, less what does not depend on delta
+        theta2 = float((weight**2).sum() + (bias**2).sum())
+
+        def cost(log_delta: float) -> float:
+            return -(0.5 * len(eigs) * log_delta - 0.5 * np.exp(log_delta) * theta2
+                     - 0.5 * np.log(eigs + np.exp(log_delta)).sum())
+
+        grid = np.linspace(np.log(1e-6), np.log(1e6), 2001)
+        best = int(np.argmin([cost(x) for x in grid]))
+        prior = float(np.exp(optimize.minimize_scalar(
+            cost, bounds=(grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]),
+            method="bounded", options={"xatol": 1e-10}).x))
+    delta = prior
+    if structure == "full":
+        covariance = np.linalg.inv(hessian + delta * np.eye(len(hessian)))
+        ww = covariance[: c * d, : c * d].reshape(c, d, c, d)
+        wb = covariance[: c * d, c * d:].reshape(c, d, c)
+
+    def noise(phi: np.ndarray) -> Callable[[slice, np.ndarray], np.ndarray]:
+        if structure == "kron":  # along G's eigenvectors: W's share, then the bias's
+            scale = np.sqrt((phi @ q_in) ** 2 @ (1 / (np.outer(g, a) + delta)).T
+                            + 1 / (g + delta))
+            return lambda rows, normal: (normal * scale[rows, None, :]) @ q_out.T
+        if structure == "diag":  # independent classes
+            var = 1 / (eigs + delta)
+            sd = np.sqrt(phi**2 @ var[: c * d].reshape(c, d).T + var[c * d:])
+            return lambda rows, normal: normal * sd[rows, None, :]
+        cross = np.einsum("ni,cie->nce", phi, wb)
+        cov = (np.einsum("ni,cidj,nj->ncd", phi, ww, phi, optimize=True) + cross
+               + np.swapaxes(cross, 1, 2) + covariance[c * d:, c * d:][None])
+        root = np.swapaxes(np.linalg.cholesky(cov), 1, 2)
+        return lambda rows, normal: normal @ root[rows]
+
+    return delta, noise
+
+
+def bmia_redraws(target_hinge: np.ndarray, mean: np.ndarray, noise: Callable,
+                 labels: np.ndarray, n_samples: int, seed: list[int]) -> np.ndarray:
+    """:data:`REDRAWS` scores of Algorithm 1, each from ``n_samples`` reference logits of every
+    record drawn anew (``mean`` + :func:`bmia_posterior`'s ``noise``): the one-sided t
+    statistic of the target's hinge minus the reference hinges (float32 normals: the check is
+    statistical)."""
+    rng, c = np.random.default_rng(seed), mean.shape[1]
+    step = max(1, (1 << 22) // (n_samples * c))
+    draws = np.empty((REDRAWS, len(mean)))
+    for k in range(REDRAWS):
+        for start in range(0, len(mean), step):
+            rows = slice(start, start + step)
+            logits = mean[rows, None, :] + noise(rows, rng.standard_normal(
+                (len(mean[rows]), n_samples, c), dtype=np.float32))
+            index = np.broadcast_to(labels[rows, None, None], (*logits.shape[:2], 1))
+            true = np.take_along_axis(logits, index, -1)[..., 0]
+            np.put_along_axis(logits, index, -np.inf, -1)
+            gap = target_hinge[rows, None] - (true - logits.max(-1))
+            draws[k, rows] = gap.mean(1) / (gap.std(1, ddof=1) / np.sqrt(n_samples))
+    return draws
+
+
+def consistent(member: np.ndarray, score: np.ndarray, redraws: np.ndarray) -> float:
+    """How far a score file is from being one more draw of what :func:`bmia_redraws` draws, in
+    standard deviations of the redraws (each floored at 1e-3): the largest of the distances of
+    its AUC, TPR@1% and the mean and spread of its scores (a t statistic's scale follows N and
+    the posterior's variance, which a ranking does not show) from the redraws', and of how
+    much less it correlates (Spearman) with each redraw than they do with each other."""
+    def distance(theirs: float, ours: np.ndarray) -> float:  # a new draw against K: t(K - 1)
+        return abs(theirs - ours.mean()) / (max(ours.std(ddof=1), 1e-3)
+                                            * np.sqrt(1 + 1 / len(ours)))
+
+    def tpr(values: np.ndarray) -> float:
+        return rates_at(member, values, 0.01)[0]
+
+    among = np.array([stats.spearmanr(a, b).statistic
+                      for i, a in enumerate(redraws) for b in redraws[i + 1:]])
+    with_file = np.array([stats.spearmanr(score, r).statistic for r in redraws])
+    summaries = (lambda v: rank_auc(member, v), tpr, np.mean, np.std)
+    return max(*(distance(f(score), np.array([f(r) for r in redraws])) for f in summaries),
+               max(0.0, among.mean() - with_file.mean()) / max(among.std(ddof=1), 1e-3))
+
+
+def bmia(home: Path, models: Path, split: dict, labels: np.ndarray, entry: dict, t: int,
+         audit: np.ndarray, rows: dict) -> np.ndarray:
+    """BMIA's scores of target ``t`` drawn :data:`REDRAWS` times afresh: the reference model
+    and its training records from the fit's card (membership checked against the model's),
+    its penultimate features and last layer from the fit (checked against the logits the model
+    saved), the posterior and its prior precision computed here (``rows["delta"]``: the relative
+    difference from the fit's; a validation-tuned one is taken from the card)."""
+    fit, card = fit_of(home, "bmia", BMIA_FIT_KEYS, entry, t)
+    info, reference = card["info"], card["info"]["reference_model"]
+    train = checked_mask(split, models, "reference", reference)
+    features, weight, bias = (fit[key].astype(np.float64) for key in ("features", "weight", "bias"))
+    saved = np.load(models / "reference" / f"{reference}.npy")[0]
+    if np.abs(features @ weight.T + bias - saved).max() > 1e-4 * np.abs(saved).max():
+        raise SystemExit(f"{home.name}: BMIA's features are not reference {reference}'s")
+    delta, noise = bmia_posterior(features[train], labels[train], weight, bias, info["hessian"],
+                                  None if info["prior"] == "marglik" else info["prior_precision"])
+    rows["delta"].append(abs(delta / info["prior_precision"] - 1))
+    target = np.load(home / "models" / "target" / f"{t}.npy")
+    hinge = statistics(target, labels, False)["hinge"][:, audit].mean(axis=0)
+    phi = features[audit]
+    return bmia_redraws(hinge, phi @ weight.T + bias, noise(phi), labels[audit],
+                        entry.get("n_samples", 100), [SEED, t])
 
 
 # --- one (study, attack) --------------------------------------------------------------------
@@ -357,8 +515,11 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
         return (stat(home / "models" / "target", t, key, idx),
                 np.stack([stat(models / "reference", i, key, idx) for i in refs]), masks[:, idx])
 
-    rows = {key: [] for key in ("abs", "rel", "tol", "rho", "ours", "theirs", "step", "agree")}
+    rows = {key: [] for key in ("abs", "rel", "tol", "rho", "ours", "theirs", "step", "agree",
+                                "z", "delta")}
     for t, theirs in pd.read_parquet(home / "scores" / f"{name}.parquet").groupby("target"):
+        if kind == "bmia" and t >= BMIA_TARGETS:
+            continue
         part, t = partition(split, int(t)), int(t)
         audit, member = part["audit"], checked_mask(split, home / "models", "target", t)
         kept = np.searchsorted(audit, theirs["sample"])  # a subset where `records` is set
@@ -394,9 +555,15 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
             ours = yeom(stat(home / "models" / "target", t, "loss", np.arange(len(labels))),
                         member, audit)
         elif kind == "qmia" and entry.get("head", "gaussian") == "gaussian":
-            fit = qmia_fit(home, entry, t)  # (s - mu(x)) / sigma(x), s the first query's hinge
+            fit, _ = fit_of(home, "qmia", QMIA_FIT_KEYS, entry, t)  # (s - mu(x)) / sigma(x)
             hinge = stat(home / "models" / "target", t, "hinge", audit)[0]
             ours = (hinge - fit["mu"][audit]) / fit["sigma"][audit]
+        elif (kind == "bmia" and entry.get("predictive", "glm") == "glm"
+              and "reference_study" not in entry):
+            redraws = bmia(home, models, split, labels, entry, t, audit, rows)
+            rows["z"].append(consistent(member[audit[kept]], theirs["score"].to_numpy(),
+                                        redraws[:, kept]))
+            ours = redraws[0]
         else:
             raise SystemExit(f"{study}/{name}: attack {kind!r} with {entry} is not rechecked")
         ours, audit = ours[kept], audit[kept]
@@ -409,12 +576,15 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
         rows["theirs"].append(rank_auc(member[audit], score))
     close = min(rows["rho"]) > 0.9999 and np.ptp([rows["ours"], rows["theirs"]], 0).max() < 1e-3
     mean = {key: np.mean(values) if values else np.nan for key, values in rows.items()}
+    verdict = "MATCH" if max(rows["tol"]) <= 1 else "CLOSE" if close else "MISMATCH"
+    if rows["z"]:  # drawn at random: the file must be one more draw of the recheck's
+        verdict = "CONSISTENT" if max(rows["z"]) <= WITHIN else "INCONSISTENT"
     return {"study": study, "attack": name, "targets": len(rows["abs"]),
             "max_abs": max(rows["abs"]), "max_rel": max(rows["rel"]),
             "min_spearman": min(rows["rho"]), **{f"auc_{key}": mean[key] for key in
                                                  ("ours", "theirs", "step")},
-            "step_agrees": mean["agree"],
-            "verdict": "MATCH" if max(rows["tol"]) <= 1 else "CLOSE" if close else "MISMATCH"}
+            "step_agrees": mean["agree"], "max_z": max(rows["z"], default=np.nan),
+            "delta_rel": max(rows["delta"], default=np.nan), "verdict": verdict}
 
 
 def main() -> int:
@@ -434,7 +604,7 @@ def main() -> int:
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print("\nAUCs: means over targets. RMIA: auc_step, the published step score d / |Z|; "
           "step_agrees, the share of rows with d = floor(score (|Z| + 1)).")
-    return int((table["verdict"] == "MISMATCH").any())
+    return int(table["verdict"].isin(["MISMATCH", "INCONSISTENT"]).any())
 
 
 if __name__ == "__main__":

@@ -271,10 +271,11 @@ def main() -> None:
         scores = subprocess.run([sys.executable, str(ROOT / "benchmarks/recheck_scores.py"),
                                  "--run", str(work), "--float32"], capture_output=True,
                                 text=True, check=False)
-        verdicts = re.findall(r" (MATCH|CLOSE|MISMATCH)$", scores.stdout, re.MULTILINE)
-        rows.append(("scores recomputed from the saved logits and weights "
+        words = ("MATCH", "CLOSE", "MISMATCH", "CONSISTENT", "INCONSISTENT")
+        verdicts = re.findall(rf" ({'|'.join(words)})$", scores.stdout, re.MULTILINE)
+        rows.append(("scores recomputed from the saved logits and weights, BMIA's drawn anew "
                      "(`recheck_scores.py --float32`): study and attack pairs", ", ".join(
-                         f"{verdicts.count(v)} {v}" for v in ("MATCH", "CLOSE", "MISMATCH"))
+                         f"{verdicts.count(v)} {v}" for v in words)
                      if verdicts else f"failed: {scores.stderr.strip()[-300:]}"))
         if args.setup:
             copy = Path(scratch) / "repo"

@@ -213,10 +213,11 @@ def test_its_qmia_reads_the_fit_of_the_instances_own_settings(tmp_path):
         np.savez(tmp_path / "fits" / name / "0.npz", mu=rng.normal(size=30),
                  sigma=rng.uniform(0.5, 2, 30), taus=np.linspace(0, 1, 5))
     entry = {"attack": "qmia", "backbone": {"arch": "mlp"}, "label": "QMIA"}
-    fit = recheck_scores.qmia_fit(tmp_path, entry, 0)
+    fit, _ = recheck_scores.fit_of(tmp_path, "qmia", recheck_scores.QMIA_FIT_KEYS, entry, 0)
     np.testing.assert_array_equal(fit["mu"], np.load(tmp_path / "fits/qmia-b/0.npz")["mu"])
-    with pytest.raises(SystemExit, match="0 QMIA fits"):
-        recheck_scores.qmia_fit(tmp_path, {**entry, "trials": 3}, 0)
+    with pytest.raises(SystemExit, match="0 qmia fits"):
+        recheck_scores.fit_of(tmp_path, "qmia", recheck_scores.QMIA_FIT_KEYS,
+                              {**entry, "trials": 3}, 0)
     ctx = overfit_context()
     audit = ctx.audit[ctx.audit < 30]
     ctx = dataclasses.replace(ctx, audit=audit, fit={**fit, "mu": np.resize(fit["mu"], 3000),
@@ -224,3 +225,70 @@ def test_its_qmia_reads_the_fit_of_the_instances_own_settings(tmp_path):
     hinge = recheck_scores.statistics(ctx.target_logits, ctx.labels, True)["hinge"][0, audit]
     np.testing.assert_allclose((hinge - fit["mu"][audit]) / fit["sigma"][audit],
                                get_attack("qmia").fn(ctx), rtol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def bmia_case():
+    """A last layer (any head will do: the formulas are the test) with its training features,
+    and an audit whose members a target will lift above the reference's hinges."""
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(300, 6))
+    labels = rng.integers(0, 4, 300)
+    weight, bias = rng.normal(size=(4, 6)), rng.normal(size=4) * 0.1
+    audit = rng.normal(size=(2000, 6))
+    audit_labels = rng.integers(0, 4, 2000)
+    member = np.arange(2000) < 1000
+    return features, labels, weight, bias, audit, audit_labels, member
+
+
+@pytest.mark.parametrize("structure", ["kron", "diag", "full"])
+def test_its_bmia_posterior_is_the_packages(bmia_case, structure):
+    """benchmarks/recheck_scores.py's own last-layer posterior: the same evidence-maximising
+    prior precision as the package's fit and the same predictive covariance of the logits (its
+    noise applied to the unit vectors gives a square root of it)."""
+    import recheck_scores
+
+    from miarepro import lastlayer
+
+    features, labels, weight, bias, audit, *_ = bmia_case
+    package = lastlayer.fit(features, labels, weight, bias, structure, "marglik")
+    delta, noise = recheck_scores.bmia_posterior(features, labels, weight, bias, structure, None)
+    assert delta == pytest.approx(package.prior_precision, rel=1e-5)
+    _, noise = recheck_scores.bmia_posterior(features, labels, weight, bias, structure,
+                                             package.prior_precision)
+    units = np.broadcast_to(np.eye(4), (len(audit), 4, 4))
+    root = noise(audit)(slice(None), units)  # rows: the images of the unit vectors
+    np.testing.assert_allclose(np.swapaxes(root, 1, 2) @ root, package.covariance(audit),
+                               rtol=1e-8, atol=1e-12)
+
+
+def test_its_bmia_redraws_tell_the_packages_draws_from_a_wrong_posterior(bmia_case):
+    """The package's BMIA scores (its own sampler and t statistic) lie within the recheck's
+    redraws; scores from a posterior whose spread is 10% too wide, or from N = 90 draws for
+    100, do not."""
+    import recheck_scores
+
+    from miarepro import lastlayer, signals
+    from miarepro.attacks.bmia import t_statistic
+
+    features, labels, weight, bias, audit, audit_labels, member = bmia_case
+    posterior = lastlayer.fit(features, labels, weight, bias, "kron", "marglik")
+    target = signals.hinge(posterior.mean(audit), audit_labels) + 0.3 * member
+    _, noise = recheck_scores.bmia_posterior(features, labels, weight, bias, "kron",
+                                             posterior.prior_precision)
+
+    def package_scores(n_samples, spread=1.0, seed=5):
+        draws = posterior.sample_logits(audit, n_samples, np.random.default_rng(seed))
+        draws = posterior.mean(audit)[:, None, :] + spread * (draws - posterior.mean(audit)[
+            :, None, :])
+        hinges = signals.hinge(np.swapaxes(draws, 0, 1), audit_labels).T
+        return t_statistic(target[:, None] - hinges)
+
+    redraws = recheck_scores.bmia_redraws(target, posterior.mean(audit), noise(audit),
+                                          audit_labels, 100, [1])
+    assert recheck_scores.consistent(member, package_scores(100), redraws) <= (
+        recheck_scores.WITHIN)
+    assert recheck_scores.consistent(member, package_scores(100, 1.1), redraws) > (
+        recheck_scores.WITHIN)
+    assert recheck_scores.consistent(member, package_scores(90), redraws) > (
+        recheck_scores.WITHIN)
