@@ -499,7 +499,7 @@ def claim_paper_value(claim: Claim, dataset: str, spec: dict[str, str],
     values = catalog.paper_values(claim.artifact)
     if "versus" in spec:
         return paper_agreement(values, dataset, spec["attack"], spec["versus"],
-                                       agreement_fpr(claim.metric), model=model)
+                               agreement_fpr(claim.metric), model=model)
     cell = (dataset, spec["attack"], spec.get("setting"), claim.metric, model)
     value = catalog.paper_value(values, *cell)
     if value is None and model and not values.empty and not values["model"].isin(
@@ -917,7 +917,7 @@ def _side_label(study_config: dict[str, Any], name: str | tuple[str, ...],
                 metric: str | None = None) -> str:
     """A side as the study's tables name its attack instance (its label), with the metric it
     is read at where the two sides differ in it (calibrated against uncalibrated precision);
-    a ``sum_over`` side as the sum of its instances."""
+    a ``sum_over`` side as the sum of its instances, a ``versus`` side as its pair."""
     if isinstance(name, Pair):
         label = " with ".join(_side_label(study_config, one) for one in name)
     elif isinstance(name, tuple):
