@@ -21,8 +21,9 @@ script forms from the saved weights with ``torch.func`` and eigendecomposes in f
 seconds for IHA's 4,780-parameter MNIST MLP), and QMIA's Gaussian head,
 ``(s - mu(x)) / sigma(x)`` with the target's hinge ``s`` and the regressor's predictions that
 its fit saved for every record (its training on public records only is the tests' to check,
-its calibration the claims'), and BMIA (glm predictive, references of its own study) drawn
-anew: see below. RMIA's
+its calibration the claims'), and BMIA (glm predictive, references of its own study) and
+Subpop (an MLP victim; Eq. 3 with natural subpopulations, a perfect inverse of ``h`` or the
+white-box BiGAN generator) drawn anew: see below. RMIA's
 file holds the package's refinement of the step score, ``(d + f) / (|Z| + 1)``, recomputed here
 from that formula; beside it the published step score's AUC and the share of rows with
 ``d = floor(score (|Z| + 1))`` (the refinement breaks ties and reorders nothing).
@@ -36,25 +37,30 @@ mean of probabilities over models taken so too, where their spread is below floa
 resolution: it is float64 now, here and in the package. IHA's fit keeps the audited gradients'
 eigenbasis coordinates in float32, which moves its scores by about 1e-8 of their spread.
 
-BMIA draws its reference hinges at random, so its scores are checked as a draw: for each of
-the first :data:`BMIA_TARGETS` targets this takes the reference model and its training records
+BMIA and Subpop draw at random, so their scores are checked as a draw: :data:`REDRAWS`
+draws of the same scores with a seed of this script's own, on each of BMIA's first
+:data:`BMIA_TARGETS` targets. For BMIA it takes the reference model and its training records
 from the fit's card (their hashes checked), its penultimate features and last layer from the
-fit (checked against the logits the model saved), forms Liu et al.'s last-layer Laplace
+fit (checked against the logits the model saved) and forms Liu et al.'s last-layer Laplace
 posterior itself (the GGN, KFAC, diagonal or full, and the prior precision that maximises the
-evidence; a validation-tuned one read from the card; ``delta_rel``: its relative difference
-from the fit's), and draws Algorithm 1's scores :data:`REDRAWS` times with its own seed.
-CONSISTENT: the file's AUC, TPR@1%, mean and spread of scores lie within :data:`WITHIN`
-standard deviations of the redraws' (a t with 19 degrees of freedom: each beyond it once in
-10,000 draws), and it correlates with the redraws as they do with each other; else
-INCONSISTENT, exit status 1. A spread of the posterior 5% too wide, or N = 90 for 100, lies 14
-and 23 standard deviations out on bmia-mnist. The score jobs' other attacks (Stolen
-Memories, Subpop) are checked against hand computations in ``tests/``.
+evidence, a validation-tuned one read from the card; ``delta_rel``: its relative difference
+from the fit's). For Subpop (an MLP victim) it rebuilds the target from its saved weights and
+the white-box BiGAN's generator from the fit (:func:`subpop`); its natural subpopulations
+are deterministic, checked as above. CONSISTENT (:func:`consistent`): the file's AUC,
+TPR@1%, median and interquartile range of scores lie within :data:`WITHIN` standard
+deviations of the redraws' (a t with 19 degrees of freedom: each beyond it once in 10,000),
+it correlates with the redraws as they do with each other, and its rank among each record's
+redraws is uniform; else INCONSISTENT, exit status 1. On bmia-mnist's KFAC instance,
+redraws from a posterior 2% too wide lie 4.9 standard deviations out, from N = 95 for 100
+9.0, from the diagonal posterior 103; on subpop-mnist, from beta 0.045 or 0.06 for 0.05, 6.8
+and 13.7. Stolen Memories' attacks are checked against hand computations in ``tests/``.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import re
 import sys
@@ -82,7 +88,8 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
     + [f"qmia-tabular:{a}" for a in ("qmia", "qmia-search")] \
     + [f"subpop-mnist{r}:yeom" for r in ("", "-r1", "-r2")] \
     + [f"bmia-mnist:{a}" for a in ("bmia", "bmia-diag-n100", "bmia-full", "bmia-kron-n300",
-                                   "bmia-validation")]
+                                   "bmia-validation")] \
+    + [f"subpop-mnist:{a}" for a in ("subpop-natural", "subpop", "subpop-inverse-5e-2")]
 ROLE_IDS, STRIDE, TOLERANCE = {"target": 1, "reference": 2}, 1000, 1e-6
 MAX_PARAMETERS = 10_000  # an exact Hessian's eigendecomposition: seconds at 4,780
 REPO = Path(__file__).resolve().parent.parent
@@ -445,24 +452,41 @@ def bmia_redraws(target_hinge: np.ndarray, mean: np.ndarray, noise: Callable,
 
 
 def consistent(member: np.ndarray, score: np.ndarray, redraws: np.ndarray) -> float:
-    """How far a score file is from being one more draw of what :func:`bmia_redraws` draws, in
-    standard deviations of the redraws (each floored at 1e-3): the largest of the distances of
-    its AUC, TPR@1% and the mean and spread of its scores (a t statistic's scale follows N and
-    the posterior's variance, which a ranking does not show) from the redraws', and of how
-    much less it correlates (Spearman) with each redraw than they do with each other."""
-    def distance(theirs: float, ours: np.ndarray) -> float:  # a new draw against K: t(K - 1)
-        return abs(theirs - ours.mean()) / (max(ours.std(ddof=1), 1e-3)
-                                            * np.sqrt(1 + 1 / len(ours)))
+    """How far a score file is from being one more draw of the recheck's ``redraws``, in their
+    standard deviations (a t with ``REDRAWS - 1`` degrees of freedom): the largest of the
+    distances of its AUC, TPR@1% and the median and interquartile range of its scores (a t
+    statistic's scale follows N and the posterior's variance, which a ranking does not show;
+    its mean and standard deviation over records follow its heavy tails at small N) from the
+    redraws', of how much less it correlates (Spearman) with each redraw than they do with
+    each other, and of its ranks among each record's redraws from uniform. A spread is
+    floored at what the statistic can resolve: one member for the TPR, a relative 1e-6 for
+    the others (redraws that all give one value)."""
+    def distance(theirs: float, ours: np.ndarray, floor: float) -> float:
+        spread = max(ours.std(ddof=1), floor, 1e-6 * abs(ours.mean()), 1e-12)
+        return abs(theirs - ours.mean()) / (spread * np.sqrt(1 + 1 / len(ours)))
 
     def tpr(values: np.ndarray) -> float:
         return rates_at(member, values, 0.01)[0]
 
+    def spread(values: np.ndarray) -> float:
+        return float(np.subtract(*np.percentile(values, [75, 25])))
+
+    summaries = ((lambda v: rank_auc(member, v), 0.0), (tpr, 1 / member.sum()),
+                 (np.median, 0.0), (spread, 0.0))
     among = np.array([stats.spearmanr(a, b).statistic
                       for i, a in enumerate(redraws) for b in redraws[i + 1:]])
     with_file = np.array([stats.spearmanr(score, r).statistic for r in redraws])
-    summaries = (lambda v: rank_auc(member, v), tpr, np.mean, np.std)
-    return max(*(distance(f(score), np.array([f(r) for r in redraws])) for f in summaries),
-               max(0.0, among.mean() - with_file.mean()) / max(among.std(ddof=1), 1e-3))
+    # record by record, whatever the scores' distribution: the file's rank among each record's
+    # K redraws is uniform on 0..K (exchangeable draws), so its mean is K / 2, and the share
+    # at either end 2 / (K + 1) (fewer: the file's spread is narrower than the redraws')
+    k, drawn = len(redraws), np.ptp(redraws, axis=0) > 0
+    rank = ((redraws < score).sum(axis=0) + 0.5 * (redraws == score).sum(axis=0))[drawn]
+    n, ends = drawn.sum(), 2 / (k + 1)
+    return max(*(distance(f(score), np.array([f(r) for r in redraws]), floor)
+                 for f, floor in summaries),
+               max(0.0, among.mean() - with_file.mean()) / max(among.std(ddof=1), 1e-6),
+               abs(rank.mean() - k / 2) / np.sqrt(((k + 1) ** 2 - 1) / 12 / n),
+               abs(np.isin(rank, (0, k)).mean() - ends) / np.sqrt(ends * (1 - ends) / n))
 
 
 def bmia(home: Path, models: Path, split: dict, labels: np.ndarray, entry: dict, t: int,
@@ -487,6 +511,95 @@ def bmia(home: Path, models: Path, split: dict, labels: np.ndarray, entry: dict,
     phi = features[audit]
     return bmia_redraws(hinge, phi @ weight.T + bias, noise(phi), labels[audit],
                         entry.get("n_samples", 100), [SEED, t])
+
+
+# --- Subpop (Rezaei et al.): Eq. 3 against records like each audited one --------------------
+SUBPOP_FIT_KEYS = ("networks", "generator_widths", "discriminator_widths", "epochs",
+                   "gan_epochs", "batch_size", "lr", "cosine_weight", "attempts",
+                   "min_class_kept")
+LEAKY_SLOPE = 0.01  # torch's default negative slope, the models' LeakyReLU
+
+
+def dense_forward(layers: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray,
+                  activation: str, dtype: type = np.float64) -> tuple[np.ndarray, np.ndarray]:
+    """An MLP's ``(h, output)``: ``h`` the input of its last layer (Subpop's latent), the
+    activation between layers (relu, leaky_relu, or a GAN's LeakyReLU of slope 0.2)."""
+    slopes = {"relu": 0.0, "leaky_relu": LEAKY_SLOPE, "gan": 0.2}
+    layers = [(weight.astype(dtype), bias.astype(dtype)) for weight, bias in layers]
+    h = x.reshape(len(x), -1).astype(dtype)
+    for weight, bias in layers[:-1]:
+        h = h @ weight.T + bias
+        h = np.where(h > 0, h, dtype(slopes[activation]) * h)
+    return h, h @ layers[-1][0].T + layers[-1][1]
+
+
+def linear_layers(state: dict, prefix: str = "") -> list[tuple[np.ndarray, np.ndarray]]:
+    """The ``(weight, bias)`` of every linear layer under ``prefix``, in order, float64."""
+    names = [k[:-len(".weight")] for k in state if k.startswith(prefix) and k.endswith(".weight")]
+    return [(np.asarray(state[f"{n}.weight"], np.float64), np.asarray(state[f"{n}.bias"],
+                                                                      np.float64))
+            for n in names]
+
+
+def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    return special.logsumexp(logits, -1) - np.take_along_axis(logits, labels[..., None], -1)[
+        ..., 0]
+
+
+def subpop(home: Path, data: dict, split: dict, entry: dict, t: int, audit: np.ndarray
+           ) -> np.ndarray:
+    """Subpop's scores of target ``t`` (Eq. 3: the mean loss of ``K`` records like the audited
+    one, all with its label, minus its own), recomputed from the target's saved weights (an
+    MLP): ``subpop_natural`` once (its ``K`` nearest records of its class among the attacker's,
+    cosine of the latent ``h``; the losses from the logits the target saved);
+    ``subpop_inverse`` and ``subpop`` :data:`REDRAWS` times with
+    noisy latents ``z (1 + beta eps)`` of the record's ``z = h(x)``, decoded by the victim's
+    last layer itself or by the fit's generator (its standardisation, dense layers of
+    LeakyReLU 0.2 and sigmoid rebuilt here from its weights), then run through the victim."""
+    import torch
+
+    card = json.loads((home / "models" / "target" / f"{t}.json").read_text())
+    if card["architecture"]["arch"] != "mlp":
+        raise SystemExit(f"{home.name}: a {card['architecture']['arch']} victim: not rechecked")
+    state = torch.load(home / "models" / "target" / f"{t}.pt", weights_only=True)
+    layers, activation = linear_layers(state), card["architecture"].get("activation", "relu")
+    x, y = data["X"], data["y"]
+    saved = np.load(home / "models" / "target" / f"{t}.npy")[0].astype(np.float64)
+    z, own = dense_forward(layers, x[audit], activation)[0], cross_entropy(saved[audit], y[audit])
+    samples, kind = entry.get("samples", 30), entry["attack"]
+    if kind == "subpop_natural":
+        pool = split["population"]
+        unit = lambda v: v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)  # noqa: E731
+        latents = unit(dense_forward(layers, x[pool], activation)[0])
+        crafted = np.empty((len(audit), samples))
+        for label in np.unique(y[audit]):
+            rows, same = np.flatnonzero(y[audit] == label), np.flatnonzero(y[pool] == label)
+            nearest = np.argsort(-(unit(z[rows]) @ latents[same].T), axis=1)[:, :samples]
+            crafted[rows] = cross_entropy(saved[pool[same[nearest]]], np.full(
+                nearest.shape, label))
+        return (crafted.mean(1) - own)[None]
+    beta, rng = entry.get("beta", 0.05), np.random.default_rng([SEED, t, 5])
+    if kind == "subpop":
+        fit, _ = fit_of(home, "subpop", SUBPOP_FIT_KEYS, entry, t)
+        spec = json.loads(str(fit["spec"]))
+        body = linear_layers(fit, "generator.body.")
+        centre, scale = fit["generator.standardise.mean"], fit["generator.standardise.scale"]
+
+        def decode(latents: np.ndarray) -> np.ndarray:  # float32: the check is statistical
+            pixels = dense_forward(body, (latents - centre) / scale, "gan", np.float32)[1]
+            return special.expit(pixels) if spec["sigmoid"] else pixels
+    redraws, step = np.empty((REDRAWS, len(audit))), max(1, 8192 // samples)
+    for k, start in itertools.product(range(REDRAWS), range(0, len(audit), step)):
+        rows = slice(start, start + step)
+        latents = z[rows, None, :] * (1 + beta * rng.standard_normal(
+            (len(z[rows]), samples, z.shape[1])))
+        flat = latents.reshape(-1, z.shape[1])
+        outputs = (flat @ layers[-1][0].T + layers[-1][1] if kind == "subpop_inverse"
+                   else dense_forward(layers, decode(flat), activation, np.float32)[1])
+        redraws[k, rows] = cross_entropy(outputs.astype(np.float64), np.repeat(
+            y[audit[rows]], samples)).reshape(
+            -1, samples).mean(1) - own[rows]
+    return redraws
 
 
 # --- one (study, attack) --------------------------------------------------------------------
@@ -558,6 +671,13 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
             fit, _ = fit_of(home, "qmia", QMIA_FIT_KEYS, entry, t)  # (s - mu(x)) / sigma(x)
             hinge = stat(home / "models" / "target", t, "hinge", audit)[0]
             ours = (hinge - fit["mu"][audit]) / fit["sigma"][audit]
+        elif kind in ("subpop", "subpop_inverse", "subpop_natural") and entry.get(
+                "pool", "population") == "population":
+            ours = subpop(home, data, split, entry, t, audit)
+            if len(ours) > 1:  # drawn at random
+                rows["z"].append(consistent(member[audit[kept]], theirs["score"].to_numpy(),
+                                            ours[:, kept]))
+            ours = ours[0]
         elif (kind == "bmia" and entry.get("predictive", "glm") == "glm"
               and "reference_study" not in entry):
             redraws = bmia(home, models, split, labels, entry, t, audit, rows)

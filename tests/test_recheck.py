@@ -292,3 +292,38 @@ def test_its_bmia_redraws_tell_the_packages_draws_from_a_wrong_posterior(bmia_ca
         recheck_scores.WITHIN)
     assert recheck_scores.consistent(member, package_scores(90), redraws) > (
         recheck_scores.WITHIN)
+
+
+def test_its_subpop_networks_are_the_packages():
+    """The score recheck's own forward passes for Subpop: a victim MLP's latent ``h`` (the
+    input of its last layer) and logits, with LeakyReLU, and the BiGAN generator's records
+    from latents (its standardisation, dense layers and sigmoid), as the package's modules
+    give them."""
+    import recheck_scores
+    import torch
+
+    from miarepro import bigan, models
+    from miarepro.attacks.subpop import victim_latent
+
+    torch.manual_seed(0)
+    victim = models.mlp((1, 6, 6), 5, [16, 8], activation="leaky_relu").double().eval()
+    x = torch.randn(40, 1, 6, 6, dtype=torch.float64)
+    state = {k: v.numpy() for k, v in victim.state_dict().items()}
+    h, logits = recheck_scores.dense_forward(recheck_scores.linear_layers(state), x.numpy(),
+                                             "leaky_relu")
+    with torch.no_grad():
+        np.testing.assert_allclose(h, victim_latent(victim)(x).numpy(), rtol=1e-12)
+        np.testing.assert_allclose(logits, victim(x).numpy(), rtol=1e-12)
+    spec = {"shape": [1, 6, 6], "latent": 8, "networks": "mlp", "generator_widths": [12, 10],
+            "discriminator_widths": [10], "sigmoid": True, "own_encoder": False}
+    generator = bigan.build(spec)[0].double().eval()
+    generator.standardise.fit(torch.randn(50, 8, dtype=torch.float64) * 3 + 1)
+    fit = {f"generator.{k}": v.numpy() for k, v in generator.state_dict().items()}
+    z = torch.randn(30, 8, dtype=torch.float64)
+    pixels = recheck_scores.dense_forward(
+        recheck_scores.linear_layers(fit, "generator.body."),
+        (z.numpy() - fit["generator.standardise.mean"]) / fit["generator.standardise.scale"],
+        "gan")[1]
+    with torch.no_grad():
+        np.testing.assert_allclose(1 / (1 + np.exp(-pixels)),
+                                   generator(z).reshape(30, -1).numpy(), rtol=1e-10)
