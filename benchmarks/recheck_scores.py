@@ -53,7 +53,10 @@ it correlates with the redraws as they do with each other, and its rank among ea
 redraws is uniform; else INCONSISTENT, exit status 1. On bmia-mnist's KFAC instance,
 redraws from a posterior 2% too wide lie 4.9 standard deviations out, from N = 95 for 100
 9.0, from the diagonal posterior 103; on subpop-mnist, from beta 0.045 or 0.06 for 0.05, 6.8
-and 13.7. Stolen Memories' attacks are checked against hand computations in ``tests/``.
+and 13.7. Stolen Memories' naive attack (the target's prediction right or wrong) and its
+omniscient one (Theorem 1 from the synthetic generator's parameters in the dataset's card) are
+recomputed exactly; its white-box attacks, which train proxy and shadow models, are checked
+against hand computations in ``tests/``.
 """
 
 from __future__ import annotations
@@ -89,7 +92,9 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
     + [f"subpop-mnist{r}:yeom" for r in ("", "-r1", "-r2")] \
     + [f"bmia-mnist:{a}" for a in ("bmia", "bmia-diag-n100", "bmia-full", "bmia-kron-n300",
                                    "bmia-validation")] \
-    + [f"subpop-mnist:{a}" for a in ("subpop-natural", "subpop", "subpop-inverse-5e-2")]
+    + [f"subpop-mnist:{a}" for a in ("subpop-natural", "subpop", "subpop-inverse-5e-2")] \
+    + [f"{study}:naive" for study in ("sm-bcw", "sm-digits", "sm-mnist-lenet")] \
+    + [f"sm-synthetic-{n}:omniscient" for n in (100, 200, 400)]
 ROLE_IDS, STRIDE, TOLERANCE = {"target": 1, "reference": 2}, 1000, 1e-6
 MAX_PARAMETERS = 10_000  # an exact Hessian's eigendecomposition: seconds at 4,780
 REPO = Path(__file__).resolve().parent.parent
@@ -227,6 +232,20 @@ def calibrated(target, refs, member, kind: str) -> np.ndarray:
     if not (member.any(axis=0) & (~member).any(axis=0)).all():
         raise SystemExit("a record without IN or OUT models: not rechecked")
     return target - 0.5 * (np.nanmean(np.where(member, values, np.nan), axis=0) + mean_out)
+
+
+def omniscient(x: np.ndarray, labels: np.ndarray, train: np.ndarray, audit: np.ndarray,
+               meta: dict) -> np.ndarray:
+    """Stolen Memories' Theorem 1 on its synthetic data: the log-likelihood of each record
+    under ``N(training mean of its class, sigma^2)`` minus under ``N(mu*_y, sigma^2)``, the
+    generator's class mean (summed over features, as scipy's normal densities give it)."""
+    x = x.reshape(len(x), -1).astype(np.float64)
+    truth, sd = np.asarray(meta["means"], np.float64), np.sqrt(np.asarray(meta["variances"]))
+    seen = np.array([x[train][labels[train] == c].mean(0) if (labels[train] == c).any()
+                     else truth[c] for c in range(len(truth))])
+    y = labels[audit]
+    return (stats.norm.logpdf(x[audit], seen[y], sd).sum(1)
+            - stats.norm.logpdf(x[audit], truth[y], sd).sum(1))
 
 
 def yeom(target, member, audit) -> np.ndarray:
@@ -664,6 +683,13 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
             if (study, t) not in curvatures:
                 curvatures[study, t] = target_curvature(home, split, data, t)
             ours = iha(curvatures[study, t], member[audit], entry)
+        elif kind == "naive":  # member iff the target's first query predicts the label
+            ours = (np.load(home / "models" / "target" / f"{t}.npy")[0, audit].argmax(-1)
+                    == labels[audit]).astype(np.float64)
+        elif kind == "omniscient":
+            dataset = run / "results" / "datasets" / config["studies"][base]["dataset"]
+            ours = omniscient(data["X"], labels, np.flatnonzero(member), audit,
+                              json.loads(dataset.with_suffix(".json").read_text())["meta"])
         elif kind == "yeom":
             ours = yeom(stat(home / "models" / "target", t, "loss", np.arange(len(labels))),
                         member, audit)

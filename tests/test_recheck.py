@@ -327,3 +327,26 @@ def test_its_subpop_networks_are_the_packages():
     with torch.no_grad():
         np.testing.assert_allclose(1 / (1 + np.exp(-pixels)),
                                    generator(z).reshape(30, -1).numpy(), rtol=1e-10)
+
+
+def test_its_omniscient_attack_is_the_packages():
+    """Theorem 1 as the score recheck writes it, from scipy's normal log-densities, equals the
+    package's closed form; a class the training set lacks keeps its true mean (score 0)."""
+    import recheck_scores
+
+    from miarepro.attacks.stolen_memories import omniscient_logits
+
+    rng = np.random.default_rng(0)
+    means, variances = rng.uniform(0, 1, (3, 5)), rng.uniform(0.5, 1.5, 5)
+    labels = rng.integers(0, 2, 80)  # class 2 never drawn
+    x = means[labels] + rng.normal(size=(80, 5)) * np.sqrt(variances)
+    train, audit = np.arange(40), np.arange(20, 80)
+    seen = np.array([x[train][labels[train] == c].mean(0) if (labels[train] == c).any()
+                     else means[c] for c in range(3)])
+    np.testing.assert_allclose(
+        recheck_scores.omniscient(x, labels, train, audit,
+                                  {"means": means.tolist(), "variances": variances.tolist()}),
+        omniscient_logits(x[audit], labels[audit], means, variances, seen), atol=1e-12)
+    unseen = np.where(np.arange(80) < 40, labels, 2)  # the records after training: class 2
+    assert recheck_scores.omniscient(x, unseen, train, np.arange(40, 80), {
+        "means": means.tolist(), "variances": variances.tolist()}) == pytest.approx(0.0)
