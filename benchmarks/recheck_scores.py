@@ -567,14 +567,14 @@ def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 def subpop(home: Path, data: dict, split: dict, entry: dict, t: int, audit: np.ndarray
            ) -> np.ndarray:
-    """Subpop's scores of target ``t`` (Eq. 3: the mean loss of ``K`` records like the audited
-    one, all with its label, minus its own), recomputed from the target's saved weights (an
-    MLP): ``subpop_natural`` once (its ``K`` nearest records of its class among the attacker's,
-    cosine of the latent ``h``; the losses from the logits the target saved);
-    ``subpop_inverse`` and ``subpop`` :data:`REDRAWS` times with
-    noisy latents ``z (1 + beta eps)`` of the record's ``z = h(x)``, decoded by the victim's
-    last layer itself or by the fit's generator (its standardisation, dense layers of
-    LeakyReLU 0.2 and sigmoid rebuilt here from its weights), then run through the victim."""
+    """Subpop's scores of target ``t`` (Eq. 3: the mean loss of ``K`` records like the
+    audited one, all with its label, minus its own), recomputed from the target's saved
+    weights (an MLP): ``subpop_natural`` once (its ``K`` nearest records of its class among
+    the attacker's, cosine of the latent ``h``; the losses from the logits the target
+    saved); ``subpop_inverse`` and ``subpop`` :data:`REDRAWS` times with noisy latents ``z
+    (1 + beta eps)`` of the record's ``z = h(x)``, decoded by the victim's last layer
+    itself or by the fit's generator (its standardisation, dense layers of LeakyReLU 0.2
+    and sigmoid rebuilt here from its weights), then run through the victim."""
     import torch
 
     card = json.loads((home / "models" / "target" / f"{t}.json").read_text())
