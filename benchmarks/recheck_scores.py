@@ -21,9 +21,10 @@ script forms from the saved weights with ``torch.func`` and eigendecomposes in f
 seconds for IHA's 4,780-parameter MNIST MLP), and QMIA's Gaussian head,
 ``(s - mu(x)) / sigma(x)`` with the target's hinge ``s`` and the regressor's predictions that
 its fit saved for every record (its training on public records only is the tests' to check,
-its calibration the claims'), and BMIA (glm predictive, references of its own study) and
-Subpop (an MLP victim; Eq. 3 with natural subpopulations, a perfect inverse of ``h`` or the
-white-box BiGAN generator) drawn anew: see below. RMIA's
+its calibration the claims'), and BMIA (glm predictive, references of its own study), Subpop
+(an MLP victim; Eq. 3 with natural subpopulations, a perfect inverse of ``h`` or the white-box
+BiGAN generator) and MERLIN (the same victim, the noise scale its fit chose) drawn anew: see
+below. RMIA's
 file holds the package's refinement of the step score, ``(d + f) / (|Z| + 1)``, recomputed here
 from that formula; beside it the published step score's AUC and the share of rows with
 ``d = floor(score (|Z| + 1))`` (the refinement breaks ties and reorders nothing).
@@ -37,7 +38,7 @@ mean of probabilities over models taken so too, where their spread is below floa
 resolution: it is float64 now, here and in the package. IHA's fit keeps the audited gradients'
 eigenbasis coordinates in float32, which moves its scores by about 1e-8 of their spread.
 
-BMIA and Subpop draw at random, so their scores are checked as a draw: :data:`REDRAWS`
+BMIA, Subpop and MERLIN draw at random, so their scores are checked as a draw: :data:`REDRAWS`
 draws of the same scores with a seed of this script's own, on each of BMIA's first
 :data:`BMIA_TARGETS` targets. For BMIA it takes the reference model and its training records
 from the fit's card (their hashes checked), its penultimate features and last layer from the
@@ -45,18 +46,19 @@ fit (checked against the logits the model saved) and forms Liu et al.'s last-lay
 posterior itself (the GGN, KFAC, diagonal or full, and the prior precision that maximises the
 evidence, a validation-tuned one read from the card; ``delta_rel``: its relative difference
 from the fit's). For Subpop (an MLP victim) it rebuilds the target from its saved weights and
-the white-box BiGAN's generator from the fit (:func:`subpop`); its natural subpopulations
-are deterministic, checked as above. CONSISTENT (:func:`consistent`): the file's AUC,
-TPR@1%, median and interquartile range of scores lie within :data:`WITHIN` standard
-deviations of the redraws' (a t with 19 degrees of freedom: each beyond it once in 10,000),
-it correlates with the redraws as they do with each other, and its rank among each record's
-redraws is uniform; else INCONSISTENT, exit status 1. On bmia-mnist's KFAC instance,
-redraws from a posterior 2% too wide lie 4.9 standard deviations out, from N = 95 for 100
-9.0, from the diagonal posterior 103; on subpop-mnist, from beta 0.045 or 0.06 for 0.05, 6.8
-and 13.7. Stolen Memories' naive attack (the target's prediction right or wrong) and its
-omniscient one (Theorem 1 from the synthetic generator's parameters in the dataset's card) are
-recomputed exactly; its white-box attacks, which train proxy and shadow models, are checked
-against hand computations in ``tests/``.
+the white-box BiGAN's generator from the fit (:func:`subpop`); its natural subpopulations are
+deterministic, checked as above. MERLIN runs that victim on Gaussian perturbations of each
+record at the scale its fit chose. CONSISTENT (:func:`consistent`): the file's AUC, TPR@1%,
+median and interquartile range of scores lie within :data:`WITHIN` standard deviations of the
+redraws' (a t with 19 degrees of freedom: each beyond it once in 10,000), it correlates with
+the redraws as they do with each other, and its rank among each record's redraws is uniform;
+else INCONSISTENT, exit status 1. On bmia-mnist's KFAC instance, redraws from a posterior 2%
+too wide lie 4.9 standard deviations out, from N = 95 for 100 9.0, from the diagonal posterior
+103; on subpop-mnist, from beta 0.045 or 0.06 for 0.05, 6.8 and 13.7, from MERLIN's scale 0.8
+or 1.2 times its fit's, 11.3 and 9.7. Stolen Memories' naive attack (the target's prediction
+right or wrong) and its omniscient one (Theorem 1 from the synthetic generator's parameters in
+the dataset's card) are recomputed exactly; its white-box attacks, which train proxy and shadow
+models, are checked against hand computations in ``tests/``.
 """
 
 from __future__ import annotations
@@ -92,7 +94,8 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
     + [f"subpop-mnist{r}:yeom" for r in ("", "-r1", "-r2")] \
     + [f"bmia-mnist:{a}" for a in ("bmia", "bmia-diag-n100", "bmia-full", "bmia-kron-n300",
                                    "bmia-validation")] \
-    + [f"subpop-mnist:{a}" for a in ("subpop-natural", "subpop", "subpop-inverse-5e-2")] \
+    + [f"subpop-mnist:{a}" for a in ("subpop-natural", "subpop", "subpop-inverse-5e-2",
+                                     "jayaraman")] \
     + [f"{study}:naive" for study in ("sm-bcw", "sm-digits", "sm-mnist-lenet")] \
     + [f"sm-synthetic-{n}:omniscient" for n in (100, 200, 400)]
 ROLE_IDS, STRIDE, TOLERANCE = {"target": 1, "reference": 2}, 1000, 1e-6
@@ -478,8 +481,9 @@ def consistent(member: np.ndarray, score: np.ndarray, redraws: np.ndarray) -> fl
     its mean and standard deviation over records follow its heavy tails at small N) from the
     redraws', of how much less it correlates (Spearman) with each redraw than they do with
     each other, and of its ranks among each record's redraws from uniform. A spread is
-    floored at what the statistic can resolve: one member for the TPR, a relative 1e-6 for
-    the others (redraws that all give one value)."""
+    floored at what the statistic can resolve: one member for the TPR, one step between the
+    scores' values for the median and range (MERLIN's fractions), a relative 1e-6 for the
+    rest (redraws that all give one value)."""
     def distance(theirs: float, ours: np.ndarray, floor: float) -> float:
         spread = max(ours.std(ddof=1), floor, 1e-6 * abs(ours.mean()), 1e-12)
         return abs(theirs - ours.mean()) / (spread * np.sqrt(1 + 1 / len(ours)))
@@ -490,17 +494,21 @@ def consistent(member: np.ndarray, score: np.ndarray, redraws: np.ndarray) -> fl
     def spread(values: np.ndarray) -> float:
         return float(np.subtract(*np.percentile(values, [75, 25])))
 
+    gaps = np.diff(np.unique(redraws))  # MERLIN's fractions: 1 / T, less float rounding
+    gaps = gaps[gaps > 1e-9 * np.abs(redraws).max()]
+    step = gaps.min() if gaps.size else 0.0
     summaries = ((lambda v: rank_auc(member, v), 0.0), (tpr, 1 / member.sum()),
-                 (np.median, 0.0), (spread, 0.0))
+                 (np.median, step), (spread, step))
     among = np.array([stats.spearmanr(a, b).statistic
                       for i, a in enumerate(redraws) for b in redraws[i + 1:]])
     with_file = np.array([stats.spearmanr(score, r).statistic for r in redraws])
     # record by record, whatever the scores' distribution: the file's rank among each record's
-    # K redraws is uniform on 0..K (exchangeable draws), so its mean is K / 2, and the share
-    # at either end 2 / (K + 1) (fewer: the file's spread is narrower than the redraws')
-    k, drawn = len(redraws), np.ptp(redraws, axis=0) > 0
-    rank = ((redraws < score).sum(axis=0) + 0.5 * (redraws == score).sum(axis=0))[drawn]
-    n, ends = drawn.sum(), 2 / (k + 1)
+    # K redraws is uniform on 0..K (exchangeable draws; ties broken at random, as MERLIN's
+    # fractions tie), so its mean is K / 2, and the share at either end 2 / (K + 1) (fewer:
+    # the file's spread is narrower than the redraws')
+    k, n, ends = len(redraws), len(score), 2 / (len(redraws) + 1)
+    rank = (redraws < score).sum(axis=0) + np.random.default_rng(SEED).integers(
+        0, (redraws == score).sum(axis=0) + 1)
     return max(*(distance(f(score), np.array([f(r) for r in redraws]), floor)
                  for f, floor in summaries),
                max(0.0, among.mean() - with_file.mean()) / max(among.std(ddof=1), 1e-6),
@@ -533,6 +541,7 @@ def bmia(home: Path, models: Path, split: dict, labels: np.ndarray, entry: dict,
 
 
 # --- Subpop (Rezaei et al.): Eq. 3 against records like each audited one --------------------
+MERLIN_FIT_KEYS = ("trials", "noise_samples", "sigma_range", "records")
 SUBPOP_FIT_KEYS = ("networks", "generator_widths", "discriminator_widths", "epochs",
                    "gan_epochs", "batch_size", "lr", "cosine_weight", "attempts",
                    "min_class_kept")
@@ -574,7 +583,9 @@ def subpop(home: Path, data: dict, split: dict, entry: dict, t: int, audit: np.n
     saved); ``subpop_inverse`` and ``subpop`` :data:`REDRAWS` times with noisy latents ``z
     (1 + beta eps)`` of the record's ``z = h(x)``, decoded by the victim's last layer
     itself or by the fit's generator (its standardisation, dense layers of LeakyReLU 0.2
-    and sigmoid rebuilt here from its weights), then run through the victim."""
+    and sigmoid rebuilt here from its weights), then run through the victim. MERLIN on the
+    same victim, as many times: the share of ``T`` Gaussian perturbations of the record, at
+    the scale its fit chose, that raise its loss."""
     import torch
 
     card = json.loads((home / "models" / "target" / f"{t}.json").read_text())
@@ -586,6 +597,17 @@ def subpop(home: Path, data: dict, split: dict, entry: dict, t: int, audit: np.n
     saved = np.load(home / "models" / "target" / f"{t}.npy")[0].astype(np.float64)
     z, own = dense_forward(layers, x[audit], activation)[0], cross_entropy(saved[audit], y[audit])
     samples, kind = entry.get("samples", 30), entry["attack"]
+    beta, rng = entry.get("beta", 0.05), np.random.default_rng([SEED, t, 5])
+    if kind == "merlin":  # the share of Gaussian perturbations of x that raise its loss
+        fit, _ = fit_of(home, "merlin", MERLIN_FIT_KEYS, entry, t)
+        sigma, samples = float(fit["sigma"]), int(fit["noise_samples"])
+        clean = cross_entropy(dense_forward(layers, x[audit], activation)[1], y[audit])
+        redraws = np.zeros((REDRAWS, len(audit)))
+        for k, _ in itertools.product(range(REDRAWS), range(samples)):
+            noisy = x[audit] + sigma * rng.standard_normal(x[audit].shape)
+            redraws[k] += cross_entropy(dense_forward(layers, noisy, activation)[1],
+                                        y[audit]) > clean
+        return redraws / samples
     if kind == "subpop_natural":
         pool = split["population"]
         unit = lambda v: v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)  # noqa: E731
@@ -597,7 +619,6 @@ def subpop(home: Path, data: dict, split: dict, entry: dict, t: int, audit: np.n
             crafted[rows] = cross_entropy(saved[pool[same[nearest]]], np.full(
                 nearest.shape, label))
         return (crafted.mean(1) - own)[None]
-    beta, rng = entry.get("beta", 0.05), np.random.default_rng([SEED, t, 5])
     if kind == "subpop":
         fit, _ = fit_of(home, "subpop", SUBPOP_FIT_KEYS, entry, t)
         spec = json.loads(str(fit["spec"]))
@@ -697,7 +718,7 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
             fit, _ = fit_of(home, "qmia", QMIA_FIT_KEYS, entry, t)  # (s - mu(x)) / sigma(x)
             hinge = stat(home / "models" / "target", t, "hinge", audit)[0]
             ours = (hinge - fit["mu"][audit]) / fit["sigma"][audit]
-        elif kind in ("subpop", "subpop_inverse", "subpop_natural") and entry.get(
+        elif kind in ("subpop", "subpop_inverse", "subpop_natural", "merlin") and entry.get(
                 "pool", "population") == "population":
             ours = subpop(home, data, split, entry, t, audit)
             if len(ours) > 1:  # drawn at random

@@ -350,3 +350,19 @@ def test_its_omniscient_attack_is_the_packages():
     unseen = np.where(np.arange(80) < 40, labels, 2)  # the records after training: class 2
     assert recheck_scores.omniscient(x, unseen, train, np.arange(40, 80), {
         "means": means.tolist(), "variances": variances.tolist()}) == pytest.approx(0.0)
+
+
+def test_its_draw_check_holds_for_tied_scores_and_tells_a_shift():
+    """MERLIN's scores are fractions of 30 noise draws, so a file ties with its redraws: the
+    check breaks ties at random, keeping each record's rank uniform, and floors the spread of
+    the median and range at one step. A file drawn like the redraws passes; one whose
+    per-record chance is 0.03 higher does not."""
+    import recheck_scores
+
+    rng = np.random.default_rng(3)
+    chance = rng.uniform(0.2, 0.8, 3000)
+    member = np.arange(3000) < 1500
+    draw = lambda shift: rng.binomial(30, np.clip(chance + shift, 0, 1)) / 30  # noqa: E731
+    redraws = np.array([draw(0.0) for _ in range(recheck_scores.REDRAWS)])
+    assert recheck_scores.consistent(member, draw(0.0), redraws) <= recheck_scores.WITHIN
+    assert recheck_scores.consistent(member, draw(0.03), redraws) > recheck_scores.WITHIN
