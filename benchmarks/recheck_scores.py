@@ -720,19 +720,17 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
             ours = (hinge - fit["mu"][audit]) / fit["sigma"][audit]
         elif kind in ("subpop", "subpop_inverse", "subpop_natural", "merlin") and entry.get(
                 "pool", "population") == "population":
-            ours = subpop(home, data, split, entry, t, audit)
-            if len(ours) > 1:  # drawn at random
+            ours = subpop(home, data, split, entry, t, audit)  # (draws, records)
+        elif (kind == "bmia" and entry.get("predictive", "glm") == "glm"
+              and "reference_study" not in entry):
+            ours = bmia(home, models, split, labels, entry, t, audit, rows)
+        else:
+            raise SystemExit(f"{study}/{name}: attack {kind!r} with {entry} is not rechecked")
+        if ours.ndim == 2:  # redrawn: the file must be one more draw where there are several
+            if len(ours) > 1:
                 rows["z"].append(consistent(member[audit[kept]], theirs["score"].to_numpy(),
                                             ours[:, kept]))
             ours = ours[0]
-        elif (kind == "bmia" and entry.get("predictive", "glm") == "glm"
-              and "reference_study" not in entry):
-            redraws = bmia(home, models, split, labels, entry, t, audit, rows)
-            rows["z"].append(consistent(member[audit[kept]], theirs["score"].to_numpy(),
-                                        redraws[:, kept]))
-            ours = redraws[0]
-        else:
-            raise SystemExit(f"{study}/{name}: attack {kind!r} with {entry} is not rechecked")
         ours, audit = ours[kept], audit[kept]
         diff = np.abs(ours - (score := theirs["score"].to_numpy()))
         rows["abs"].append(diff.max())
