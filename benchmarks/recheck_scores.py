@@ -22,9 +22,9 @@ seconds for IHA's 4,780-parameter MNIST MLP), and QMIA's Gaussian head,
 ``(s - mu(x)) / sigma(x)`` with the target's hinge ``s`` and the regressor's predictions that
 its fit saved for every record (its training on public records only is the tests' to check,
 its calibration the claims'), and BMIA (glm predictive, references of its own study), Subpop
-(an MLP victim; Eq. 3 with natural subpopulations, a perfect inverse of ``h`` or the white-box
-BiGAN generator) and MERLIN (the same victim, the noise scale its fit chose) drawn anew: see
-below. RMIA's
+(an MLP or LeNet victim; Eq. 3 with natural subpopulations, a perfect inverse of ``h`` or the
+white-box BiGAN generator) and MERLIN (the same victim, the noise scale its fit chose) drawn
+anew: see below. RMIA's
 file holds the package's refinement of the step score, ``(d + f) / (|Z| + 1)``, recomputed here
 from that formula; beside it the published step score's AUC and the share of rows with
 ``d = floor(score (|Z| + 1))`` (the refinement breaks ties and reorders nothing).
@@ -45,20 +45,30 @@ from the fit's card (their hashes checked), its penultimate features and last la
 fit (checked against the logits the model saved) and forms Liu et al.'s last-layer Laplace
 posterior itself (the GGN, KFAC, diagonal or full, and the prior precision that maximises the
 evidence, a validation-tuned one read from the card; ``delta_rel``: its relative difference
-from the fit's). For Subpop (an MLP victim) it rebuilds the target from its saved weights and
-the white-box BiGAN's generator from the fit (:func:`subpop`); its natural subpopulations are
-deterministic, checked as above. MERLIN runs that victim on Gaussian perturbations of each
-record at the scale its fit chose. CONSISTENT (:func:`consistent`): the file's AUC, TPR@1%,
-median and interquartile range of scores lie within :data:`WITHIN` standard deviations of the
-redraws' (a t with 19 degrees of freedom: each beyond it once in 10,000), it correlates with
-the redraws as they do with each other, and its rank among each record's redraws is uniform;
-else INCONSISTENT, exit status 1. On bmia-mnist's KFAC instance, redraws from a posterior 2%
-too wide lie 4.9 standard deviations out, from N = 95 for 100 9.0, from the diagonal posterior
-103; on subpop-mnist, from beta 0.045 or 0.06 for 0.05, 6.8 and 13.7, from MERLIN's scale 0.8
-or 1.2 times its fit's, 11.3 and 9.7. Stolen Memories' naive attack (the target's prediction
-right or wrong) and its omniscient one (Theorem 1 from the synthetic generator's parameters in
-the dataset's card) are recomputed exactly; its white-box attacks, which train proxy and shadow
-models, are checked against hand computations in ``tests/``.
+from the fit's). For Subpop it rebuilds the target from its saved weights (an MLP, or LeNet by
+torch's functional convolutions) and the white-box BiGAN's generator, dense or convolutional,
+from the fit (:func:`subpop`); its natural subpopulations are deterministic, checked as above.
+MERLIN runs that victim on Gaussian perturbations of each record at the scale its fit chose.
+On a LeNet victim the drawn attacks score :data:`CONV_RECORDS` of each target's audited
+records. CONSISTENT (:func:`consistent`): the file's AUC, TPR@1%, median and interquartile
+range of scores lie within :data:`WITHIN` standard deviations of the redraws' (a t with 19
+degrees of freedom: each beyond it once in 10,000), it correlates with the redraws as they do
+with each other, and its rank among each record's redraws is uniform; else INCONSISTENT, exit
+status 1. Controls (redraws under a wrong setting against the file):
+
+- bmia-mnist's KFAC instance: a posterior 2% too wide 4.9 standard deviations out, N = 95 for
+  100 9.0, the diagonal posterior 103;
+- subpop-mnist: beta 0.045 or 0.06 for 0.05, 6.8 and 13.7; MERLIN's scale 0.8 or 1.2 times its
+  fit's, 11.3 and 9.7;
+- subpop-mnist-lenet (500 records): beta 0.025 or 0.1, 29.5 and 17.8, but 0.045 or 0.06 only
+  3.5 and 4.5; the generator's image cropped from its grid's corner, not its centre, 66,000;
+  MERLIN's scale 0.8 or 1.2 times, 1.4 and 1.5 (MERLIN is at chance on this victim: its
+  fractions hardly depend on the scale).
+
+Stolen Memories' naive attack (the target's prediction right or wrong) and its omniscient one
+(Theorem 1 from the synthetic generator's parameters in the dataset's card) are recomputed
+exactly; its white-box attacks, which train proxy and shadow models, are checked against hand
+computations in ``tests/``.
 """
 
 from __future__ import annotations
@@ -67,6 +77,7 @@ import argparse
 import hashlib
 import itertools
 import json
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -94,8 +105,9 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
     + [f"subpop-mnist{r}:yeom" for r in ("", "-r1", "-r2")] \
     + [f"bmia-mnist:{a}" for a in ("bmia", "bmia-diag-n100", "bmia-full", "bmia-kron-n300",
                                    "bmia-validation")] \
-    + [f"subpop-mnist:{a}" for a in ("subpop-natural", "subpop", "subpop-inverse-5e-2",
-                                     "jayaraman")] \
+    + [f"subpop-mnist{n}:{a}" for n in ("", "-lenet") for a in ("subpop-natural", "subpop",
+                                                                "jayaraman")] \
+    + ["subpop-mnist:subpop-inverse-5e-2"] \
     + [f"{study}:naive" for study in ("sm-bcw", "sm-digits", "sm-mnist-lenet")] \
     + [f"sm-synthetic-{n}:omniscient" for n in (100, 200, 400)]
 ROLE_IDS, STRIDE, TOLERANCE = {"target": 1, "reference": 2}, 1000, 1e-6
@@ -545,6 +557,9 @@ MERLIN_FIT_KEYS = ("trials", "noise_samples", "sigma_range", "records")
 SUBPOP_FIT_KEYS = ("networks", "generator_widths", "discriminator_widths", "epochs",
                    "gan_epochs", "batch_size", "lr", "cosine_weight", "attempts",
                    "min_class_kept")
+#: a convolutional victim's drawn attacks score this many of each target's audited records
+#: (evenly spaced): its crafted records take about 0.7 ms each, 30 per record, 20 redraws
+REDRAWN_ON_A_SAMPLE, CONV_RECORDS = ("subpop", "subpop_inverse", "merlin"), 500
 LEAKY_SLOPE = 0.01  # torch's default negative slope, the models' LeakyReLU
 
 
@@ -561,12 +576,91 @@ def dense_forward(layers: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray,
     return h, h @ layers[-1][0].T + layers[-1][1]
 
 
-def linear_layers(state: dict, prefix: str = "") -> list[tuple[np.ndarray, np.ndarray]]:
-    """The ``(weight, bias)`` of every linear layer under ``prefix``, in order, float64."""
+def lenet_forward(layers: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray,
+                  dtype: type = np.float64) -> tuple[np.ndarray, np.ndarray]:
+    """Classic LeNet-5's ``(h, output)`` (Subpop's convolutional victim): each 4-d weight a
+    convolution padded to keep the image's size, then ReLU and a 2x2 max-pool; then dense ReLU
+    layers, ``h`` the input of the last. Torch's functional convolutions: numpy has none."""
+    import torch
+    from torch.nn import functional
+
+    as_torch = {np.float64: torch.float64, np.float32: torch.float32}[dtype]
+    weights = [(torch.as_tensor(w, dtype=as_torch), torch.as_tensor(b, dtype=as_torch))
+               for w, b in layers]
+    h = torch.as_tensor(x, dtype=as_torch)
+    with torch.no_grad():
+        for weight, bias in (layer for layer in weights if layer[0].ndim == 4):
+            h = functional.max_pool2d(functional.relu(functional.conv2d(
+                h, weight, bias, padding=weight.shape[-1] // 2)), 2)
+        dense = [layer for layer in weights if layer[0].ndim == 2]
+        h = h.flatten(1)
+        for weight, bias in dense[:-1]:
+            h = functional.relu(functional.linear(h, weight, bias))
+        return h.numpy(), functional.linear(h, *dense[-1]).numpy()
+
+
+def conv_generator(layers: list[tuple[np.ndarray, np.ndarray]], z: np.ndarray,
+                   shape: list[int]) -> np.ndarray:
+    """Subpop's convolutional BiGAN generator (Appendix A.1) on standardised latents, before
+    its output function: a dense layer to a grid of cells (its channels are the first
+    transposed convolution's inputs), then 2x2 stride-2 transposed convolutions (kernel 2)
+    and 3x3 convolutions padded by 1 (kernel 3), LeakyReLU 0.2 after every layer but the last;
+    the image cropped from the grid's centre. Float32: the check is statistical."""
+    import torch
+    from torch.nn import functional
+
+    (first, first_bias), *blocks = [(torch.as_tensor(w, dtype=torch.float32),
+                                     torch.as_tensor(b, dtype=torch.float32)) for w, b in layers]
+    with torch.no_grad():
+        h = functional.leaky_relu(functional.linear(torch.as_tensor(z, dtype=torch.float32),
+                                                    first, first_bias), 0.2)
+        channels = blocks[0][0].shape[0]
+        cells = math.isqrt(h.shape[1] // channels)
+        h = h.reshape(len(h), channels, cells, cells)
+        for k, (weight, bias) in enumerate(blocks):
+            h = (functional.conv_transpose2d(h, weight, bias, stride=2) if weight.shape[-1] == 2
+                 else functional.conv2d(h, weight, bias, padding=1))
+            h = functional.leaky_relu(h, 0.2) if k < len(blocks) - 1 else h
+        top, left = (h.shape[-2] - shape[1]) // 2, (h.shape[-1] - shape[2]) // 2
+        return h[..., top:top + shape[1], left:left + shape[2]].numpy()
+
+
+def layers_of(state: dict, prefix: str = "") -> list[tuple[np.ndarray, np.ndarray]]:
+    """The ``(weight, bias)`` of every layer under ``prefix`` (dense or convolutional), in the
+    order saved, float64."""
     names = [k[:-len(".weight")] for k in state if k.startswith(prefix) and k.endswith(".weight")]
     return [(np.asarray(state[f"{n}.weight"], np.float64), np.asarray(state[f"{n}.bias"],
                                                                       np.float64))
             for n in names]
+
+
+def victim(card: dict, state: dict) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
+    """The target rebuilt from its weights, ``(x, dtype) -> (h, logits)``: an MLP or LeNet."""
+    layers, arch = layers_of(state), card["architecture"]
+    if arch["arch"] == "mlp":
+        activation = arch.get("activation", "relu")
+        return lambda x, dtype=np.float64: dense_forward(layers, x, activation, dtype)
+    if arch["arch"] == "lenet" and arch.get("variant", "classic") == "classic":
+        return lambda x, dtype=np.float64: lenet_forward(layers, x, dtype)
+    raise SystemExit(f"a {arch} victim: not rechecked")
+
+
+def generator(fit: dict) -> Callable[[np.ndarray], np.ndarray]:
+    """The white-box BiGAN's generator rebuilt from the fit, latents to records (float32):
+    its standardisation, dense (LeakyReLU 0.2) or convolutional body, sigmoid output for data
+    in [0, 1]."""
+    spec = json.loads(str(fit["spec"]))
+    body = layers_of(fit, "generator.body.")
+    centre, scale = fit["generator.standardise.mean"], fit["generator.standardise.scale"]
+
+    def decode(latents: np.ndarray) -> np.ndarray:
+        z = (latents - centre) / scale
+        pixels = (dense_forward(body, z, "gan", np.float32)[1] if spec["networks"] == "mlp"
+                  else conv_generator(body, z, spec["shape"]))
+        pixels = pixels.reshape(len(z), *spec["shape"])
+        return special.expit(pixels) if spec["sigmoid"] else pixels
+
+    return decode
 
 
 def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -578,40 +672,40 @@ def subpop(home: Path, data: dict, split: dict, entry: dict, t: int, audit: np.n
            ) -> np.ndarray:
     """Subpop's scores of target ``t`` (Eq. 3: the mean loss of ``K`` records like the
     audited one, all with its label, minus its own), recomputed from the target's saved
-    weights (an MLP): ``subpop_natural`` once (its ``K`` nearest records of its class among
-    the attacker's, cosine of the latent ``h``; the losses from the logits the target
-    saved); ``subpop_inverse`` and ``subpop`` :data:`REDRAWS` times with noisy latents ``z
-    (1 + beta eps)`` of the record's ``z = h(x)``, decoded by the victim's last layer
-    itself or by the fit's generator (its standardisation, dense layers of LeakyReLU 0.2
-    and sigmoid rebuilt here from its weights), then run through the victim. MERLIN on the
-    same victim, as many times: the share of ``T`` Gaussian perturbations of the record, at
-    the scale its fit chose, that raise its loss."""
+    weights (:func:`victim`, its logits checked against those it saved): ``subpop_natural``
+    once (its ``K`` nearest records of its class among the attacker's, cosine of the latent
+    ``h``; the losses from the logits the target saved); ``subpop_inverse`` and ``subpop``
+    :data:`REDRAWS` times with noisy latents ``z (1 + beta eps)`` of the record's ``z = h(x)``,
+    decoded by the victim's last layer itself or by the fit's generator (:func:`generator`),
+    then run through the victim. MERLIN on the same victim, as many times: the share of ``T``
+    Gaussian perturbations of the record, at the scale its fit chose, that raise its loss."""
     import torch
 
     card = json.loads((home / "models" / "target" / f"{t}.json").read_text())
-    if card["architecture"]["arch"] != "mlp":
-        raise SystemExit(f"{home.name}: a {card['architecture']['arch']} victim: not rechecked")
     state = torch.load(home / "models" / "target" / f"{t}.pt", weights_only=True)
-    layers, activation = linear_layers(state), card["architecture"].get("activation", "relu")
+    forward, last = victim(card, state), layers_of(state)[-1]
     x, y = data["X"], data["y"]
     saved = np.load(home / "models" / "target" / f"{t}.npy")[0].astype(np.float64)
-    z, own = dense_forward(layers, x[audit], activation)[0], cross_entropy(saved[audit], y[audit])
+    z, logits = forward(x[audit])
+    if not np.allclose(logits, saved[audit], rtol=1e-4, atol=1e-4 * np.abs(saved).max()):
+        raise SystemExit(f"{home.name} target {t}: the rebuilt victim's logits differ from "
+                         "those it saved")
+    own = cross_entropy(saved[audit], y[audit])
     samples, kind = entry.get("samples", 30), entry["attack"]
     beta, rng = entry.get("beta", 0.05), np.random.default_rng([SEED, t, 5])
     if kind == "merlin":  # the share of Gaussian perturbations of x that raise its loss
         fit, _ = fit_of(home, "merlin", MERLIN_FIT_KEYS, entry, t)
         sigma, samples = float(fit["sigma"]), int(fit["noise_samples"])
-        clean = cross_entropy(dense_forward(layers, x[audit], activation)[1], y[audit])
+        clean = cross_entropy(logits, y[audit])
         redraws = np.zeros((REDRAWS, len(audit)))
         for k, _ in itertools.product(range(REDRAWS), range(samples)):
             noisy = x[audit] + sigma * rng.standard_normal(x[audit].shape)
-            redraws[k] += cross_entropy(dense_forward(layers, noisy, activation)[1],
-                                        y[audit]) > clean
+            redraws[k] += cross_entropy(forward(noisy)[1], y[audit]) > clean
         return redraws / samples
     if kind == "subpop_natural":
         pool = split["population"]
         unit = lambda v: v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)  # noqa: E731
-        latents = unit(dense_forward(layers, x[pool], activation)[0])
+        latents = unit(forward(x[pool])[0])
         crafted = np.empty((len(audit), samples))
         for label in np.unique(y[audit]):
             rows, same = np.flatnonzero(y[audit] == label), np.flatnonzero(y[pool] == label)
@@ -620,22 +714,15 @@ def subpop(home: Path, data: dict, split: dict, entry: dict, t: int, audit: np.n
                 nearest.shape, label))
         return (crafted.mean(1) - own)[None]
     if kind == "subpop":
-        fit, _ = fit_of(home, "subpop", SUBPOP_FIT_KEYS, entry, t)
-        spec = json.loads(str(fit["spec"]))
-        body = linear_layers(fit, "generator.body.")
-        centre, scale = fit["generator.standardise.mean"], fit["generator.standardise.scale"]
-
-        def decode(latents: np.ndarray) -> np.ndarray:  # float32: the check is statistical
-            pixels = dense_forward(body, (latents - centre) / scale, "gan", np.float32)[1]
-            return special.expit(pixels) if spec["sigmoid"] else pixels
+        decode = generator(fit_of(home, "subpop", SUBPOP_FIT_KEYS, entry, t)[0])
     redraws, step = np.empty((REDRAWS, len(audit))), max(1, 8192 // samples)
     for k, start in itertools.product(range(REDRAWS), range(0, len(audit), step)):
         rows = slice(start, start + step)
         latents = z[rows, None, :] * (1 + beta * rng.standard_normal(
             (len(z[rows]), samples, z.shape[1])))
         flat = latents.reshape(-1, z.shape[1])
-        outputs = (flat @ layers[-1][0].T + layers[-1][1] if kind == "subpop_inverse"
-                   else dense_forward(layers, decode(flat), activation, np.float32)[1])
+        outputs = (flat @ last[0].T + last[1] if kind == "subpop_inverse"
+                   else forward(decode(flat), np.float32)[1])
         redraws[k, rows] = cross_entropy(outputs.astype(np.float64), np.repeat(
             y[audit[rows]], samples)).reshape(
             -1, samples).mean(1) - own[rows]
@@ -674,6 +761,8 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
         if kind == "bmia" and t >= BMIA_TARGETS:
             continue
         part, t = partition(split, int(t)), int(t)
+        if kind in REDRAWN_ON_A_SAMPLE and config["studies"][base]["model"]["arch"] != "mlp":
+            theirs = theirs.iloc[np.linspace(0, len(theirs) - 1, CONV_RECORDS).astype(int)]
         audit, member = part["audit"], checked_mask(split, home / "models", "target", t)
         kept = np.searchsorted(audit, theirs["sample"])  # a subset where `records` is set
         if not (np.array_equal(audit[np.minimum(kept, len(audit) - 1)], theirs["sample"])
@@ -720,7 +809,9 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
             ours = (hinge - fit["mu"][audit]) / fit["sigma"][audit]
         elif kind in ("subpop", "subpop_inverse", "subpop_natural", "merlin") and entry.get(
                 "pool", "population") == "population":
-            ours = subpop(home, data, split, entry, t, audit)  # (draws, records)
+            drawn = subpop(home, data, split, entry, t, audit[kept])  # (draws, records)
+            ours = np.full((len(drawn), len(audit)), np.nan)
+            ours[:, kept] = drawn
         elif (kind == "bmia" and entry.get("predictive", "glm") == "glm"
               and "reference_study" not in entry):
             ours = bmia(home, models, split, labels, entry, t, audit, rows)

@@ -5,6 +5,7 @@ table that differs from the scores (no workflow runs)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -309,7 +310,7 @@ def test_its_subpop_networks_are_the_packages():
     victim = models.mlp((1, 6, 6), 5, [16, 8], activation="leaky_relu").double().eval()
     x = torch.randn(40, 1, 6, 6, dtype=torch.float64)
     state = {k: v.numpy() for k, v in victim.state_dict().items()}
-    h, logits = recheck_scores.dense_forward(recheck_scores.linear_layers(state), x.numpy(),
+    h, logits = recheck_scores.dense_forward(recheck_scores.layers_of(state), x.numpy(),
                                              "leaky_relu")
     with torch.no_grad():
         np.testing.assert_allclose(h, victim_latent(victim)(x).numpy(), rtol=1e-12)
@@ -321,12 +322,44 @@ def test_its_subpop_networks_are_the_packages():
     fit = {f"generator.{k}": v.numpy() for k, v in generator.state_dict().items()}
     z = torch.randn(30, 8, dtype=torch.float64)
     pixels = recheck_scores.dense_forward(
-        recheck_scores.linear_layers(fit, "generator.body."),
+        recheck_scores.layers_of(fit, "generator.body."),
         (z.numpy() - fit["generator.standardise.mean"]) / fit["generator.standardise.scale"],
         "gan")[1]
     with torch.no_grad():
         np.testing.assert_allclose(1 / (1 + np.exp(-pixels)),
                                    generator(z).reshape(30, -1).numpy(), rtol=1e-10)
+
+
+def test_its_convolutional_subpop_networks_are_the_packages():
+    """The same for the convolutional study: classic LeNet's latent (its 84-unit layer) and
+    logits, and the convolutional generator's records, cropped from the centre of its grid
+    (16x16 here, for 12x12 images), as the package's modules give them."""
+    import recheck_scores
+    import torch
+
+    from miarepro import bigan, models
+    from miarepro.attacks.subpop import victim_latent
+
+    torch.manual_seed(1)
+    victim = models.lenet((1, 12, 12), 5).double().eval()
+    x = torch.rand(20, 1, 12, 12, dtype=torch.float64)
+    forward = recheck_scores.victim({"architecture": {"arch": "lenet"}},
+                                    {k: v.numpy() for k, v in victim.state_dict().items()})
+    h, logits = forward(x.numpy())
+    with torch.no_grad():
+        np.testing.assert_allclose(h, victim_latent(victim)(x).numpy(), rtol=1e-12)
+        np.testing.assert_allclose(logits, victim(x).numpy(), rtol=1e-12)
+    spec = {"shape": [1, 12, 12], "latent": 84, "networks": "conv",
+            "generator_widths": [8, 6, 4, 4], "discriminator_widths": [4, 4, 4, 4],
+            "sigmoid": True, "own_encoder": False}
+    generator = bigan.build(spec)[0].eval()
+    generator.standardise.fit(torch.rand(50, 84) * 3)
+    fit = {"spec": np.array(json.dumps(spec)),
+           **{f"generator.{k}": v.numpy() for k, v in generator.state_dict().items()}}
+    z = np.random.default_rng(0).random((30, 84)) * 3
+    with torch.no_grad():
+        np.testing.assert_allclose(recheck_scores.generator(fit)(z), generator(
+            torch.as_tensor(z, dtype=torch.float32)).numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_its_omniscient_attack_is_the_packages():
