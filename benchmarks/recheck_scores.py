@@ -7,26 +7,26 @@ A score file (``studies/<study>/scores/<attack>.parquet``) is the package's atta
 to the logits each model saved (``models/<role>/<index>.npy``: queries x records x classes).
 This rebuilds the attack's inputs without importing ``miarepro``: each target's audit and
 population and every model's membership come again from ``split.npz`` (repetition ``t`` drawn
-from ``default_rng([seed, t])``, complementary halves from ``default_rng([seed, role, i // 2])``)
-and must match the SHA-256 of the training indices in the model's JSON card. The attacks follow
-their papers: Attack-P / LOSS / Marginal (the statistic), LiRA (IN / OUT Gaussians, per-sample
-or pooled variance; offline ``sum log Phi``, online log-likelihood ratio), offline RMIA
-(``p(x) = ((1 + a) mean_OUT p + 1 - a) / 2``, ``Pr_z[LR(x, z) >= gamma]``), Attack-R (the
-target's percentile among its OUT losses, ML Privacy Meter's range [0, 1000] appended),
-Watson et al.'s and Sablayrolles et al.'s calibrated losses (the OUT mean; the midpoint of the
-IN and OUT means), Yeom et al.'s loss against the target's mean training loss, Suri et al.'s
-IHA (Eq. 8, leave-one-out ``grad L0`` as their Appendix E, damped or low-rank inverse, any
-subset of its terms) and SIF from an exact Hessian of the target's training loss that this
-script forms from the saved weights with ``torch.func`` and eigendecomposes in float64 (a few
-seconds for IHA's 4,780-parameter MNIST MLP), and QMIA's Gaussian head,
-``(s - mu(x)) / sigma(x)`` with the target's hinge ``s`` and the regressor's predictions that
-its fit saved for every record (its training on public records only is the tests' to check,
-its calibration the claims'), and BMIA (glm predictive, references of its own study), Subpop
-(an MLP or LeNet victim; Eq. 3 with natural subpopulations, a perfect inverse of ``h`` or the
-white-box BiGAN generator) and MERLIN (the same victim, the noise scale its fit chose) drawn
-anew: see below. RMIA's
-file holds the package's refinement of the step score, ``(d + f) / (|Z| + 1)``, recomputed here
-from that formula; beside it the published step score's AUC and the share of rows with
+from ``default_rng([seed, t])``, complementary halves from
+``default_rng([seed, role, i // 2])``) and must match the SHA-256 of the training indices in the
+model's JSON card. The attacks follow their papers: Attack-P / LOSS / Marginal (the statistic),
+LiRA (IN / OUT Gaussians, per-sample or pooled variance; offline ``sum log Phi``, online
+log-likelihood ratio), offline RMIA (``p(x) = ((1 + a) mean_OUT p + 1 - a) / 2``,
+``Pr_z[LR(x, z) >= gamma]``), Attack-R (the target's percentile among its OUT losses, ML Privacy
+Meter's range [0, 1000] appended), Watson et al.'s and Sablayrolles et al.'s calibrated losses
+(the OUT mean; the midpoint of the IN and OUT means), Yeom et al.'s loss against the target's
+mean training loss, Suri et al.'s IHA (Eq. 8, leave-one-out ``grad L0`` as their Appendix E,
+damped or low-rank inverse, any subset of its terms) and SIF from an exact Hessian of the
+target's training loss that this script forms from the saved weights with ``torch.func`` and
+eigendecomposes in float64 (a few seconds for IHA's 4,780-parameter MNIST MLP), and QMIA's
+Gaussian head, ``(s - mu(x)) / sigma(x)`` with the target's hinge ``s`` and the regressor's
+predictions that its fit saved for every record (its training on public records only is the
+tests' to check, its calibration the claims'), and BMIA (glm predictive, references of its own
+study), Subpop (an MLP or LeNet victim; Eq. 3 with natural subpopulations, a perfect inverse of
+``h``, the white-box BiGAN generator or the black-box BiGAN's encoder and generator) and MERLIN
+(the same victim, the noise scale its fit chose) drawn anew: see below. RMIA's file holds the
+package's refinement of the step score, ``(d + f) / (|Z| + 1)``, recomputed here from that
+formula; beside it the published step score's AUC and the share of rows with
 ``d = floor(score (|Z| + 1))`` (the refinement breaks ties and reorders nothing).
 
 Each target's rows are compared in the file's order. MATCH: every row within 1e-6 of
@@ -46,20 +46,21 @@ fit (checked against the logits the model saved) and forms Liu et al.'s last-lay
 posterior itself (the GGN, KFAC, diagonal or full, and the prior precision that maximises the
 evidence, a validation-tuned one read from the card; ``delta_rel``: its relative difference
 from the fit's). For Subpop it rebuilds the target from its saved weights (an MLP, or LeNet by
-torch's functional convolutions) and the white-box BiGAN's generator, dense or convolutional,
-from the fit (:func:`subpop`); its natural subpopulations are deterministic, checked as above.
-MERLIN runs that victim on Gaussian perturbations of each record at the scale its fit chose.
-On a LeNet victim the drawn attacks score :data:`CONV_RECORDS` of each target's audited
-records. CONSISTENT (:func:`consistent`): the file's AUC, TPR@1%, median and interquartile
-range of scores lie within :data:`WITHIN` standard deviations of the redraws' (a t with 19
-degrees of freedom: each beyond it once in 10,000), it correlates with the redraws as they do
-with each other, and its rank among each record's redraws is uniform; else INCONSISTENT, exit
-status 1. Controls (redraws under a wrong setting against the file):
+torch's functional convolutions) and the BiGAN's generator, dense or convolutional, and the
+black-box one's dense encoder from the fit (:func:`subpop`); its natural subpopulations are
+deterministic, checked as above. MERLIN runs that victim on Gaussian perturbations of each
+record at the scale its fit chose. On a LeNet victim the drawn attacks score
+:data:`CONV_RECORDS` of each target's audited records. CONSISTENT (:func:`consistent`): the
+file's AUC, TPR@1%, median and interquartile range of scores lie within :data:`WITHIN` standard
+deviations of the redraws' (a t with 19 degrees of freedom: each beyond it once in 10,000), it
+correlates with the redraws as they do with each other, and its rank among each record's
+redraws is uniform; else INCONSISTENT, exit status 1. Controls (redraws under a wrong setting
+against the file):
 
 - bmia-mnist's KFAC instance: a posterior 2% too wide 4.9 standard deviations out, N = 95 for
   100 9.0, the diagonal posterior 103;
-- subpop-mnist: beta 0.045 or 0.06 for 0.05, 6.8 and 13.7; MERLIN's scale 0.8 or 1.2 times its
-  fit's, 11.3 and 9.7;
+- subpop-mnist: beta 0.045 or 0.06 for 0.05, 6.8 and 13.7 (black-box: 5.8 and 7.6); MERLIN's
+  scale 0.8 or 1.2 times its fit's, 11.3 and 9.7;
 - subpop-mnist-lenet (500 records): beta 0.025 or 0.1, 29.5 and 17.8, but 0.045 or 0.06 only
   3.5 and 4.5; the generator's image cropped from its grid's corner, not its centre, 66,000;
   MERLIN's scale 0.8 or 1.2 times, 1.4 and 1.5 (MERLIN is at chance on this victim: its
@@ -107,7 +108,7 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
                                    "bmia-validation")] \
     + [f"subpop-mnist{n}:{a}" for n in ("", "-lenet") for a in ("subpop-natural", "subpop",
                                                                 "jayaraman")] \
-    + ["subpop-mnist:subpop-inverse-5e-2"] \
+    + [f"subpop-mnist:{a}" for a in ("subpop-inverse-5e-2", "subpop-blackbox")] \
     + [f"{study}:naive" for study in ("sm-bcw", "sm-digits", "sm-mnist-lenet")] \
     + [f"sm-synthetic-{n}:omniscient" for n in (100, 200, 400)]
 ROLE_IDS, STRIDE, TOLERANCE = {"target": 1, "reference": 2}, 1000, 1e-6
@@ -556,10 +557,11 @@ def bmia(home: Path, models: Path, split: dict, labels: np.ndarray, entry: dict,
 MERLIN_FIT_KEYS = ("trials", "noise_samples", "sigma_range", "records")
 SUBPOP_FIT_KEYS = ("networks", "generator_widths", "discriminator_widths", "epochs",
                    "gan_epochs", "batch_size", "lr", "cosine_weight", "attempts",
-                   "min_class_kept")
+                   "min_class_kept", "latent")
 #: a convolutional victim's drawn attacks score this many of each target's audited records
 #: (evenly spaced): its crafted records take about 0.7 ms each, 30 per record, 20 redraws
-REDRAWN_ON_A_SAMPLE, CONV_RECORDS = ("subpop", "subpop_inverse", "merlin"), 500
+REDRAWN_ON_A_SAMPLE, CONV_RECORDS = ("subpop", "subpop_blackbox", "subpop_inverse",
+                                     "merlin"), 500
 LEAKY_SLOPE = 0.01  # torch's default negative slope, the models' LeakyReLU
 
 
@@ -663,6 +665,15 @@ def generator(fit: dict) -> Callable[[np.ndarray], np.ndarray]:
     return decode
 
 
+def encoder(fit: dict) -> Callable[[np.ndarray], np.ndarray]:
+    """The black-box BiGAN's own encoder rebuilt from the fit, records to latents: dense
+    layers of LeakyReLU 0.2 (a convolutional one is not rechecked)."""
+    if json.loads(str(fit["spec"]))["networks"] != "mlp":
+        raise SystemExit("a convolutional BiGAN encoder: not rechecked")
+    layers = layers_of(fit, "encoder.")
+    return lambda x: dense_forward(layers, x, "gan")[1]
+
+
 def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return special.logsumexp(logits, -1) - np.take_along_axis(logits, labels[..., None], -1)[
         ..., 0]
@@ -677,7 +688,8 @@ def subpop(home: Path, data: dict, split: dict, entry: dict, t: int, audit: np.n
     ``h``; the losses from the logits the target saved); ``subpop_inverse`` and ``subpop``
     :data:`REDRAWS` times with noisy latents ``z (1 + beta eps)`` of the record's ``z = h(x)``,
     decoded by the victim's last layer itself or by the fit's generator (:func:`generator`),
-    then run through the victim. MERLIN on the same victim, as many times: the share of ``T``
+    then run through the victim; ``subpop_blackbox`` the same from its BiGAN's own encoder's
+    latents (:func:`encoder`). MERLIN on the same victim, as many times: the share of ``T``
     Gaussian perturbations of the record, at the scale its fit chose, that raise its loss."""
     import torch
 
@@ -713,8 +725,11 @@ def subpop(home: Path, data: dict, split: dict, entry: dict, t: int, audit: np.n
             crafted[rows] = cross_entropy(saved[pool[same[nearest]]], np.full(
                 nearest.shape, label))
         return (crafted.mean(1) - own)[None]
-    if kind == "subpop":
-        decode = generator(fit_of(home, "subpop", SUBPOP_FIT_KEYS, entry, t)[0])
+    if kind in ("subpop", "subpop_blackbox"):
+        fit = fit_of(home, kind, SUBPOP_FIT_KEYS, entry, t)[0]
+        decode = generator(fit)
+        if kind == "subpop_blackbox":  # the BiGAN's own encoder in h's place
+            z = encoder(fit)(x[audit])
     redraws, step = np.empty((REDRAWS, len(audit))), max(1, 8192 // samples)
     for k, start in itertools.product(range(REDRAWS), range(0, len(audit), step)):
         rows = slice(start, start + step)
@@ -807,7 +822,8 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
             fit, _ = fit_of(home, "qmia", QMIA_FIT_KEYS, entry, t)  # (s - mu(x)) / sigma(x)
             hinge = stat(home / "models" / "target", t, "hinge", audit)[0]
             ours = (hinge - fit["mu"][audit]) / fit["sigma"][audit]
-        elif kind in ("subpop", "subpop_inverse", "subpop_natural", "merlin") and entry.get(
+        elif kind in ("subpop", "subpop_blackbox", "subpop_inverse", "subpop_natural",
+                      "merlin") and entry.get(
                 "pool", "population") == "population":
             drawn = subpop(home, data, split, entry, t, audit[kept])  # (draws, records)
             ours = np.full((len(drawn), len(audit)), np.nan)

@@ -297,9 +297,9 @@ def test_its_bmia_redraws_tell_the_packages_draws_from_a_wrong_posterior(bmia_ca
 
 def test_its_subpop_networks_are_the_packages():
     """The score recheck's own forward passes for Subpop: a victim MLP's latent ``h`` (the
-    input of its last layer) and logits, with LeakyReLU, and the BiGAN generator's records
-    from latents (its standardisation, dense layers and sigmoid), as the package's modules
-    give them."""
+    input of its last layer) and logits, with LeakyReLU, the black-box BiGAN's own encoder,
+    and the BiGAN generator's records from latents (its standardisation, dense layers and
+    sigmoid), as the package's modules give them."""
     import recheck_scores
     import torch
 
@@ -316,10 +316,17 @@ def test_its_subpop_networks_are_the_packages():
         np.testing.assert_allclose(h, victim_latent(victim)(x).numpy(), rtol=1e-12)
         np.testing.assert_allclose(logits, victim(x).numpy(), rtol=1e-12)
     spec = {"shape": [1, 6, 6], "latent": 8, "networks": "mlp", "generator_widths": [12, 10],
-            "discriminator_widths": [10], "sigmoid": True, "own_encoder": False}
-    generator = bigan.build(spec)[0].double().eval()
+            "discriminator_widths": [10], "sigmoid": True, "own_encoder": True}
+    generator, _, encoder = (module.double().eval() if module is not None else None
+                             for module in bigan.build(spec))
     generator.standardise.fit(torch.randn(50, 8, dtype=torch.float64) * 3 + 1)
-    fit = {f"generator.{k}": v.numpy() for k, v in generator.state_dict().items()}
+    fit = {"spec": np.array(json.dumps(spec)),
+           **{f"{name}.{k}": v.numpy() for name, module in (("generator", generator),
+                                                            ("encoder", encoder))
+              for k, v in module.state_dict().items()}}
+    with torch.no_grad():
+        np.testing.assert_allclose(recheck_scores.encoder(fit)(x.numpy()), encoder(x).numpy(),
+                                   rtol=1e-12)
     z = torch.randn(30, 8, dtype=torch.float64)
     pixels = recheck_scores.dense_forward(
         recheck_scores.layers_of(fit, "generator.body."),
