@@ -68,8 +68,15 @@ against the file):
 
 Stolen Memories' naive attack (the target's prediction right or wrong) and its omniscient one
 (Theorem 1 from the synthetic generator's parameters in the dataset's card) are recomputed
-exactly; its white-box attacks, which train proxy and shadow models, are checked against hand
-computations in ``tests/``.
+exactly. Its bayes-wb at the top layer is drawn anew like BMIA (:func:`bayes_wb`): a redraw
+trains as many proxies as the fit, by the study's recipe, with code of this script's own; as
+the proxies serve every record at once, the draw check reads each draw whole (``shared`` in
+:func:`consistent`). Controls on sm-synthetic-100 (10 targets): proxies on twice or 0.8 times
+the target's training-set size 563 and 13.9 standard deviations out, 5 or 20 proxies for 10
+5.5 and 6.1, a learning rate of 0.05 for 0.1 15.1, weight decay 1e-3 for 1e-4 19.5, but 50
+epochs for 100 only 2.9 (on sm-bcw: 197, 2.0 for 5 proxies, 12.7 and 3.7). Its lower layers,
+meta models and general-wb, which train shadow models and displacements, are checked against
+hand computations in ``tests/``.
 """
 
 from __future__ import annotations
@@ -110,7 +117,9 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
                                                                 "jayaraman")] \
     + [f"subpop-mnist:{a}" for a in ("subpop-inverse-5e-2", "subpop-blackbox")] \
     + [f"{study}:naive" for study in ("sm-bcw", "sm-digits", "sm-mnist-lenet")] \
-    + [f"sm-synthetic-{n}:omniscient" for n in (100, 200, 400)]
+    + [f"sm-synthetic-{n}:{a}" for n in (100, 200, 400) for a in ("omniscient", "bayes-wb")] \
+    + [f"{study}:bayes-wb" for study in ("sm-bcw", "sm-german-like", "sm-adult-like-4000")] \
+    + ["sm-digits:bayes-wb-layer-3"]
 ROLE_IDS, STRIDE, TOLERANCE = {"target": 1, "reference": 2}, 1000, 1e-6
 MAX_PARAMETERS = 10_000  # an exact Hessian's eigendecomposition: seconds at 4,780
 REPO = Path(__file__).resolve().parent.parent
@@ -486,7 +495,8 @@ def bmia_redraws(target_hinge: np.ndarray, mean: np.ndarray, noise: Callable,
     return draws
 
 
-def consistent(member: np.ndarray, score: np.ndarray, redraws: np.ndarray) -> float:
+def consistent(member: np.ndarray, score: np.ndarray, redraws: np.ndarray,
+               shared: bool = False) -> float:
     """How far a score file is from being one more draw of the recheck's ``redraws``, in their
     standard deviations (a t with ``REDRAWS - 1`` degrees of freedom): the largest of the
     distances of its AUC, TPR@1% and the median and interquartile range of its scores (a t
@@ -496,7 +506,12 @@ def consistent(member: np.ndarray, score: np.ndarray, redraws: np.ndarray) -> fl
     each other, and of its ranks among each record's redraws from uniform. A spread is
     floored at what the statistic can resolve: one member for the TPR, one step between the
     scores' values for the median and range (MERLIN's fractions), a relative 1e-6 for the
-    rest (redraws that all give one value)."""
+    rest (redraws that all give one value).
+
+    ``shared``: one random draw serves every record (Stolen Memories' proxies), so records'
+    ranks are not independent and their histogram has no known spread; each draw's (the
+    file's included) mean absolute distance from the others' mean, a summary per draw like
+    the AUC, takes its place."""
     def distance(theirs: float, ours: np.ndarray, floor: float) -> float:
         spread = max(ours.std(ddof=1), floor, 1e-6 * abs(ours.mean()), 1e-12)
         return abs(theirs - ours.mean()) / (spread * np.sqrt(1 + 1 / len(ours)))
@@ -520,13 +535,20 @@ def consistent(member: np.ndarray, score: np.ndarray, redraws: np.ndarray) -> fl
     # fractions tie), so its mean is K / 2, and the share at either end 2 / (K + 1) (fewer:
     # the file's spread is narrower than the redraws')
     k, n, ends = len(redraws), len(score), 2 / (len(redraws) + 1)
-    rank = (redraws < score).sum(axis=0) + np.random.default_rng(SEED).integers(
-        0, (redraws == score).sum(axis=0) + 1)
+    if shared:
+        draws = np.vstack([score[None], redraws])
+        deviation = np.array([np.abs(d - np.delete(draws, j, 0).mean(0)).mean()
+                              for j, d in enumerate(draws)])
+        records = [distance(deviation[0], deviation[1:], 0.0)]
+    else:
+        rank = (redraws < score).sum(axis=0) + np.random.default_rng(SEED).integers(
+            0, (redraws == score).sum(axis=0) + 1)
+        records = [abs(rank.mean() - k / 2) / np.sqrt(((k + 1) ** 2 - 1) / 12 / n),
+                   abs(np.isin(rank, (0, k)).mean() - ends) / np.sqrt(ends * (1 - ends) / n)]
     return max(*(distance(f(score), np.array([f(r) for r in redraws]), floor)
                  for f, floor in summaries),
                max(0.0, among.mean() - with_file.mean()) / max(among.std(ddof=1), 1e-6),
-               abs(rank.mean() - k / 2) / np.sqrt(((k + 1) ** 2 - 1) / 12 / n),
-               abs(np.isin(rank, (0, k)).mean() - ends) / np.sqrt(ends * (1 - ends) / n))
+               *records)
 
 
 def bmia(home: Path, models: Path, split: dict, labels: np.ndarray, entry: dict, t: int,
@@ -744,6 +766,82 @@ def subpop(home: Path, data: dict, split: dict, entry: dict, t: int, audit: np.n
     return redraws
 
 
+# --- Stolen Memories' bayes-wb at the top layer: its proxies trained anew ----------------------
+SM_FIT_KEYS = ("layers", "proxies", "shadows", "steps", "displacement_widths", "meta_widths",
+               "epochs", "lr", "shadow_records")
+#: a training recipe's values where the study's config leaves them out (README, "training")
+RECIPE = {"lr": 0.1, "momentum": 0.9, "nesterov": False, "weight_decay": 0.0, "epochs": 10,
+          "batch_size": 128, "milestones": [], "gamma": 0.1}
+
+
+def train_heads(features: np.ndarray, labels: np.ndarray, subsets: np.ndarray, recipe: dict,
+                n_classes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``K = len(subsets)`` softmax-regression heads, each trained on its own rows of
+    ``features`` by the recipe's SGD (torch's default initialisation of a linear layer; each
+    epoch its own shuffle, the last batch short; mean cross-entropy, the learning rate times
+    ``gamma`` at each milestone): ``(K, C, d)`` weights and ``(K, C)`` biases."""
+    import torch
+
+    recipe = {**RECIPE, **recipe}
+    torch.manual_seed(seed)
+    x, y = torch.as_tensor(features, dtype=torch.float32), torch.as_tensor(labels)
+    k, n, d = len(subsets), subsets.shape[1], features.shape[1]
+    bound = 1 / math.sqrt(d)
+    weight = torch.empty(k, n_classes, d).uniform_(-bound, bound).requires_grad_()
+    bias = torch.empty(k, n_classes).uniform_(-bound, bound).requires_grad_()
+    sgd = torch.optim.SGD([weight, bias], lr=recipe["lr"], momentum=recipe["momentum"],
+                          nesterov=recipe["nesterov"], weight_decay=recipe["weight_decay"])
+    epochs = int(recipe["epochs"])
+    schedule = torch.optim.lr_scheduler.MultiStepLR(
+        sgd, sorted({round(f * epochs) for f in recipe["milestones"]}), recipe["gamma"])
+    rows = torch.as_tensor(subsets)
+    for _ in range(epochs):
+        order = torch.gather(rows, 1, torch.rand(k, n).argsort(1))
+        for batch in order.split(int(recipe["batch_size"]), dim=1):
+            logits = torch.baddbmm(bias[:, None, :], x[batch], weight.transpose(1, 2))
+            loss = torch.nn.functional.cross_entropy(
+                logits.transpose(1, 2), y[batch], reduction="none").mean(1).sum()
+            sgd.zero_grad()
+            loss.backward()
+            sgd.step()
+        schedule.step()
+    return weight.detach().double().numpy(), bias.detach().double().numpy()
+
+
+def bayes_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t: int,
+             audit: np.ndarray) -> np.ndarray:
+    """bayes-wb's scores of target ``t`` at its top layer, :data:`REDRAWS` times: a linear top
+    layer's local linear model is its own weights, so Algorithm 4's test is the target's logit
+    of the record's class minus the mean of its proxies' at the target's features ``h(x)``;
+    each redraw trains as many proxies as the fit (its card) on as many random hold-out
+    records as the target's training set (:func:`train_heads`, the study's recipe)."""
+    import torch
+
+    card = json.loads((home / "models" / "target" / f"{t}.json").read_text())
+    state = torch.load(home / "models" / "target" / f"{t}.pt", weights_only=True)
+    top = entry.get("layer", -1) in (-1, len(layers_of(state)) - 1)
+    if entry.get("meta") or not top or "dp" in study["training"]:
+        raise SystemExit(f"{home.name}: bayes-wb below the top layer, its meta model or under "
+                         "DP-SGD: not rechecked")
+    x, y = data["X"], data["y"]
+    h, logits = victim(card, state)(x)
+    saved = np.load(home / "models" / "target" / f"{t}.npy")[0].astype(np.float64)
+    if not np.allclose(logits, saved, rtol=1e-4, atol=1e-4 * np.abs(saved).max()):
+        raise SystemExit(f"{home.name} target {t}: the rebuilt target's logits differ from "
+                         "those it saved")
+    info = fit_of(home, "stolen_memories", SM_FIT_KEYS, entry, t)[1]["info"]
+    proxies, size = int(info["proxies"]), int(info["proxy_size"])
+    hold_out = partition(split, t)["reference_pool"]
+    rng = np.random.default_rng([SEED, t, 0x5A])
+    subsets = np.stack([rng.choice(hold_out, size, replace=False)
+                        for _ in range(REDRAWS * proxies)])
+    weight, bias = train_heads(h, y, subsets, study["training"], saved.shape[1],
+                               int(rng.integers(2**31)))
+    rows = np.arange(len(audit))
+    proxy = (np.einsum("kcd,nd->knc", weight, h[audit]) + bias[:, None, :])[:, rows, y[audit]]
+    return logits[audit, y[audit]] - proxy.reshape(REDRAWS, proxies, len(audit)).mean(1)
+
+
 # --- one (study, attack) --------------------------------------------------------------------
 def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
             curvatures: dict) -> dict:
@@ -828,6 +926,8 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
             drawn = subpop(home, data, split, entry, t, audit[kept])  # (draws, records)
             ours = np.full((len(drawn), len(audit)), np.nan)
             ours[:, kept] = drawn
+        elif kind == "bayes_wb":
+            ours = bayes_wb(home, data, split, config["studies"][base], entry, t, audit)
         elif (kind == "bmia" and entry.get("predictive", "glm") == "glm"
               and "reference_study" not in entry):
             ours = bmia(home, models, split, labels, entry, t, audit, rows)
@@ -836,7 +936,7 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
         if ours.ndim == 2:  # redrawn: the file must be one more draw where there are several
             if len(ours) > 1:
                 rows["z"].append(consistent(member[audit[kept]], theirs["score"].to_numpy(),
-                                            ours[:, kept]))
+                                            ours[:, kept], shared=kind == "bayes_wb"))
             ours = ours[0]
         ours, audit = ours[kept], audit[kept]
         diff = np.abs(ours - (score := theirs["score"].to_numpy()))

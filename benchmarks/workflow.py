@@ -273,9 +273,9 @@ def main() -> None:
                                 text=True, check=False)
         words = ("MATCH", "CLOSE", "MISMATCH", "CONSISTENT", "INCONSISTENT")
         verdicts = re.findall(rf" ({'|'.join(words)})$", scores.stdout, re.MULTILINE)
-        rows.append(("scores recomputed from the saved logits and weights, BMIA's, Subpop's and "
-                     "MERLIN's drawn anew (`recheck_scores.py --float32`): study and attack "
-                     "pairs", ", ".join(
+        rows.append(("scores recomputed from the saved logits and weights, the drawn ones "
+                     "(BMIA, Subpop, MERLIN, bayes-wb) drawn anew (`recheck_scores.py "
+                     "--float32`): study and attack pairs", ", ".join(
                          f"{verdicts.count(v)} {v}" for v in words)
                      if verdicts else f"failed: {scores.stderr.strip()[-300:]}"))
         if args.setup:

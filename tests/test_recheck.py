@@ -406,3 +406,59 @@ def test_its_draw_check_holds_for_tied_scores_and_tells_a_shift():
     redraws = np.array([draw(0.0) for _ in range(recheck_scores.REDRAWS)])
     assert recheck_scores.consistent(member, draw(0.0), redraws) <= recheck_scores.WITHIN
     assert recheck_scores.consistent(member, draw(0.03), redraws) > recheck_scores.WITHIN
+
+
+def test_its_draw_check_of_shared_draws_reads_each_draw_whole():
+    """Stolen Memories' proxies serve every record at once: a draw shifts all records
+    together, so the records' ranks among the redraws are not independent and their
+    histogram misfires even on a file drawn like the redraws. With ``shared``, each draw's
+    mean distance from the others' mean replaces it: such a file passes, one whose
+    per-record noise is twice the redraws' does not."""
+    import recheck_scores
+
+    rng = np.random.default_rng(4)
+    base, member = rng.normal(size=500), np.arange(500) < 250
+
+    def draw(noise: float) -> np.ndarray:
+        return base + rng.normal() + noise * rng.normal(size=500)
+
+    redraws = np.array([draw(0.3) for _ in range(recheck_scores.REDRAWS)])
+    file = draw(0.3)
+    assert recheck_scores.consistent(member, file, redraws) > recheck_scores.WITHIN
+    assert recheck_scores.consistent(member, file, redraws, shared=True) <= (
+        recheck_scores.WITHIN)
+    assert recheck_scores.consistent(member, draw(0.6), redraws, shared=True) > (
+        recheck_scores.WITHIN)
+
+
+def test_its_bayes_wb_proxies_follow_the_recipe_and_its_test_is_the_packages():
+    """The recheck's bayes-wb at a linear top layer: one epoch of full-batch SGD from the
+    heads' initialisation is one step of each head's own mean cross-entropy gradient (two
+    heads on different rows, trained together, do not mix), and Algorithm 4's test through
+    the package's local linear models is the target's logit of the record's class minus the
+    proxies' mean."""
+    import recheck_scores
+    import torch
+
+    from miarepro.attacks.stolen_memories import _bayes_logit, _pairs
+
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=(40, 6)), rng.integers(0, 3, 40)
+    subsets = np.stack([np.arange(0, 20), np.arange(20, 40)])
+    recipe = {"lr": 0.5, "momentum": 0.0, "epochs": 1, "batch_size": 20}
+    w0, b0 = recheck_scores.train_heads(x, y, subsets, {**recipe, "epochs": 0}, 3, seed=7)
+    w1, b1 = recheck_scores.train_heads(x, y, subsets, recipe, 3, seed=7)
+    for k, rows in enumerate(subsets):
+        logits = x[rows] @ w0[k].T + b0[k]
+        error = (np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+                 - np.eye(3)[y[rows]]) / len(rows)
+        np.testing.assert_allclose(w1[k], w0[k] - 0.5 * error.T @ x[rows], atol=1e-6)
+        np.testing.assert_allclose(b1[k], b0[k] - 0.5 * error.sum(0), atol=1e-6)
+
+    heads = [torch.nn.Linear(6, 3).double() for _ in range(3)]
+    z, labels = torch.as_tensor(x), torch.as_tensor(y)
+    with torch.no_grad():
+        package = _bayes_logit(_pairs(heads[0], heads[1:], z, labels, steps=8)).numpy()
+        own = heads[0](z)[torch.arange(40), labels]
+        proxies = torch.stack([h(z)[torch.arange(40), labels] for h in heads[1:]]).mean(0)
+    np.testing.assert_allclose(package, (own - proxies).numpy(), rtol=1e-9, atol=1e-9)
