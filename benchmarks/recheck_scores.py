@@ -15,9 +15,13 @@ log-likelihood ratio), offline RMIA (``p(x) = ((1 + a) mean_OUT p + 1 - a) / 2``
 ``Pr_z[LR(x, z) >= gamma]``), Attack-R (the target's percentile among its OUT losses, ML Privacy
 Meter's range [0, 1000] appended), Watson et al.'s and Sablayrolles et al.'s calibrated losses
 (the OUT mean; the midpoint of the IN and OUT means), Yeom et al.'s loss against the target's
-mean training loss, Suri et al.'s IHA (Eq. 8, leave-one-out ``grad L0`` as their Appendix E,
-damped or low-rank inverse, any subset of its terms) and SIF from an exact Hessian of the
-target's training loss that this script forms from the saved weights with ``torch.func`` and
+mean training loss, Shokri et al.'s shadow-model attack (per-class classifiers refitted on the
+reference models' sorted top-k probabilities and confidence, with the package's seeds: their
+rows and labels are what it checks), the L-attack and LiRA-L (Attack-R's percentile and offline
+LiRA against each record's own leave-one-out models, their training sets checked against their
+cards), Suri et al.'s IHA (Eq. 8, leave-one-out ``grad L0`` as their Appendix E, damped or
+low-rank inverse, any subset of its terms) and SIF from an exact Hessian of the target's
+training loss that this script forms from the saved weights with ``torch.func`` and
 eigendecomposes in float64 (a few seconds for IHA's 4,780-parameter MNIST MLP), and QMIA's
 Gaussian head, ``(s - mu(x)) / sigma(x)`` with the target's hinge ``s`` and the regressor's
 predictions that its fit saved for every record (its training on public records only is the
@@ -88,6 +92,7 @@ import json
 import math
 import re
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,8 +124,12 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
     + [f"{study}:naive" for study in ("sm-bcw", "sm-digits", "sm-mnist-lenet")] \
     + [f"sm-synthetic-{n}:{a}" for n in (100, 200, 400) for a in ("omniscient", "bayes-wb")] \
     + [f"{study}:bayes-wb" for study in ("sm-bcw", "sm-german-like", "sm-adult-like-4000")] \
-    + ["sm-digits:bayes-wb-layer-3"]
-ROLE_IDS, STRIDE, TOLERANCE = {"target": 1, "reference": 2}, 1000, 1e-6
+    + ["sm-digits:bayes-wb-layer-3"] \
+    + [f"{study}:shadow-bb" for study in ("sm-bcw", "sm-german-like", "sm-adult-like-4000",
+                                          "sm-digits", "sm-mnist-lenet")] \
+    + [f"subpop-mnist{n}:shokri" for n in ("", "-lenet")] \
+    + [f"iha-mnist{r}:{a}" for r in ("", "-r1", "-r2") for a in ("l-attack", "lira-l")]
+ROLE_IDS, STRIDE, TOLERANCE = {"target": 1, "reference": 2, "loo": 3}, 1000, 1e-6
 MAX_PARAMETERS = 10_000  # an exact Hessian's eigendecomposition: seconds at 4,780
 REPO = Path(__file__).resolve().parent.parent
 
@@ -142,10 +151,25 @@ def partition(split: dict, t: int) -> dict:
     return part
 
 
+def loo_records(split: dict, count: int) -> np.ndarray:
+    """IHA's leave-one-out records: members and non-members of target 0 alternating, each in
+    an order drawn from ``default_rng([seed, 3])`` (the first ``count``)."""
+    audit, member = split["audit"], np.isin(split["audit"], trained_on(split, "target", 0))
+    rng = np.random.default_rng([int(split["seed"]), ROLE_IDS["loo"]])
+    members, outsiders = rng.permutation(audit[member]), rng.permutation(audit[~member])
+    records = np.empty(count, dtype=np.int64)
+    records[0::2], records[1::2] = members[:(count + 1) // 2], outsiders[:count // 2]
+    return records
+
+
 def trained_on(split: dict, role: str, index: int) -> np.ndarray:
     """Models 2j and 2j+1 split their pool in complementary halves (a partition's target:
-    its repetition's training part)."""
+    its repetition's training part); leave-one-out model ``j STRIDE + k``, target 0's training
+    set without the ``k``-th leave-one-out record."""
     seed, balanced = int(split["seed"]), str(split["scheme"]) == "balanced"
+    if role == "loo":
+        target = trained_on(split, "target", 0)
+        return target[target != loo_records(split, index % STRIDE + 1)[-1]]
     if role == "target" and not balanced:
         return partition(split, index)["target_train"]
     part = partition(split, 0 if balanced else index // STRIDE)
@@ -185,7 +209,8 @@ def statistics(logits: np.ndarray, labels: np.ndarray, f32: bool) -> dict[str, n
                               axis=-1)[..., 0].astype(np.float64)
     others = np.where(np.arange(z.shape[-1]) == labels[:, None], -np.inf, z)
     margin = true - lse(others, -1, f32)  # log p_y - log(1 - p_y)
-    return {"hinge": true - others.max(axis=-1), "loss": -np.logaddexp(0.0, -margin)}
+    return {"hinge": true - others.max(axis=-1), "loss": -np.logaddexp(0.0, -margin),
+            "confidence": margin}
 
 
 # --- attacks: target (A, N), refs (K, A, N), member (K, N) ---------------------------------
@@ -766,6 +791,78 @@ def subpop(home: Path, data: dict, split: dict, entry: dict, t: int, audit: np.n
     return redraws
 
 
+# --- Shokri et al.'s shadow-model attack: its attack classifiers refitted ---------------------
+def shadow_features(logits: np.ndarray, labels: np.ndarray, top_k: int, f32: bool
+                    ) -> np.ndarray:
+    """``(n, top_k + 1)`` from ``(n, queries, C)`` logits: the sorted top-k softmax
+    probabilities (ML-Leaks) and the true label's logit-scaled confidence, each averaged over
+    queries."""
+    probs = special.softmax(np.asarray(logits, dtype=np.float64), axis=-1).mean(1)
+    confidence = statistics(np.swapaxes(logits, 0, 1), labels, f32)["confidence"].mean(0)
+    return np.column_stack([-np.sort(-probs, axis=1)[:, :top_k], confidence])
+
+
+def shadow(target: np.ndarray, refs: np.ndarray, masks: np.ndarray, labels: np.ndarray,
+           pool: np.ndarray, audit: np.ndarray, seed: list[int], entry: dict, f32: bool
+           ) -> np.ndarray:
+    """Shokri et al.'s scores: per class, a classifier of IN against OUT (one hidden layer of
+    64 units on standardised features, or gradient boosting) on the shadow (reference)
+    models' features of the pool's records of that class, at most ``max_rows`` of them drawn
+    after sorting the rows by content; a class whose rows are all IN or all OUT falls back to
+    one classifier of every class's rows. The score is the classifier's log-odds of IN. The
+    draws and the classifiers take the package's seeds (the split's seed and the target), so
+    the scores must match; what this checks is which rows, features and labels go in."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.preprocessing import StandardScaler
+
+    top_k, max_rows = min(entry.get("top_k", 3), target.shape[-1]), entry.get("max_rows", 4000)
+    fit_seed = int(np.random.SeedSequence(seed).generate_state(1)[0])
+
+    def drawn(x: np.ndarray, y: np.ndarray, key: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        if len(y) <= max_rows:
+            return x, y
+        keep = np.sort(np.random.default_rng([*seed, *key]).choice(len(y), max_rows,
+                                                                    replace=False))
+        return x[keep], y[keep]
+
+    def log_odds(x: np.ndarray, y: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        if y.min() == y.max():  # Laplace's rule of succession
+            return lambda rows: np.full(len(rows), np.log(len(y) + 1) * (1 if y[0] else -1))
+        if entry.get("classifier", "mlp") == "gbdt":
+            return HistGradientBoostingClassifier(max_iter=100, random_state=fit_seed).fit(
+                x, y).decision_function
+        scaler = StandardScaler().fit(x)
+        with warnings.catch_warnings():  # not converged in 200 epochs; batches above n rows
+            warnings.simplefilter("ignore")
+            mlp = MLPClassifier((64,), learning_rate_init=1e-2, batch_size=256, max_iter=200,
+                                random_state=fit_seed).fit(scaler.transform(x), y)
+        return lambda rows: dense_forward(
+            [(w.T, b) for w, b in zip(mlp.coefs_, mlp.intercepts_, strict=True)],
+            scaler.transform(rows), "relu")[1][:, 0]
+
+    rows = {}
+    for c in np.unique(labels[pool]):
+        records = pool[labels[pool] == c]
+        x = shadow_features(refs[:, :, records].transpose(0, 2, 1, 3).reshape(
+            -1, refs.shape[1], refs.shape[-1]), np.tile(labels[records], len(refs)), top_k, f32)
+        y = masks[:, records].ravel().astype(int)
+        order = np.lexsort((y, *x.T[::-1]))
+        rows[int(c)] = drawn(x[order], y[order], [1, int(c)])
+    pooled = drawn(*(np.concatenate(part) for part in zip(*rows.values(), strict=True)), [0])
+    features = shadow_features(np.swapaxes(target[:, audit], 0, 1), labels[audit], top_k, f32)
+    scores, fallback = np.empty(len(audit)), None
+    for c in np.unique(labels[audit]):
+        where = labels[audit] == c
+        x, y = rows.get(int(c), (None, np.zeros(1, dtype=int)))
+        if x is None or y.min() == y.max():
+            fallback = fallback or log_odds(*pooled)
+            scores[where] = fallback(features[where])
+        else:
+            scores[where] = log_odds(x, y)(features[where])
+    return scores
+
+
 # --- Stolen Memories' bayes-wb at the top layer: its proxies trained anew ----------------------
 SM_FIT_KEYS = ("layers", "proxies", "shadows", "steps", "displacement_widths", "meta_widths",
                "epochs", "lr", "shadow_records")
@@ -926,6 +1023,28 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
             drawn = subpop(home, data, split, entry, t, audit[kept])  # (draws, records)
             ours = np.full((len(drawn), len(audit)), np.nan)
             ours[:, kept] = drawn
+        elif kind in ("l_attack", "lira_l"):  # OUT: each record's own leave-one-out models
+            records, key = loo_records(split, entry["loo_records"]), entry.get("statistic", "loss")
+            if not np.array_equal(np.sort(records), np.sort(theirs["sample"])):
+                raise SystemExit(f"{study}/{name}: its records are not the leave-one-out ones")
+            models_of = list(itertools.product(range(entry["loo_models"]), range(len(records))))
+            for j, k in models_of:  # each model's training set against its card
+                checked_mask(split, home / "models", "loo", j * STRIDE + k)
+            loo = np.array([stat(home / "models" / "loo", j * STRIDE + k, key, records[[k]])[:, 0]
+                            for j, k in models_of]).reshape(
+                entry["loo_models"], len(records), -1).transpose(0, 2, 1)  # (J, queries, R)
+            inside = np.zeros(loo.shape[::2], dtype=bool)  # (models, records): all OUT
+            target = stat(home / "models" / "target", t, key, records)
+            drawn = (attack_r(target, loo, inside) if kind == "l_attack"
+                     else lira(target, loo, inside, "offline", entry.get("variance",
+                                                                         "per_example")))
+            ours = np.full(len(audit), np.nan)
+            ours[np.searchsorted(audit, records)] = drawn
+        elif kind == "shadow":
+            ours = shadow(np.load(home / "models" / "target" / f"{t}.npy"),
+                          np.stack([np.load(models / "reference" / f"{i}.npy") for i in refs]),
+                          masks, labels, part["reference_pool"], audit,
+                          [int(split["seed"]), t], entry, f32)
         elif kind == "bayes_wb":
             ours = bayes_wb(home, data, split, config["studies"][base], entry, t, audit)
         elif (kind == "bmia" and entry.get("predictive", "glm") == "glm"

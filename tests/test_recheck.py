@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from overfit import overfit_context
+from overfit import loo_context, overfit_context
 
 from miarepro import metrics, uncertainty
 from miarepro.artifacts import claims
@@ -135,11 +135,12 @@ def test_its_welch_interval_is_the_packages_across_studies():
     ("lira", {"mode": "offline", "variance": "per_example", "statistic": "hinge"}),
     ("lira", {"mode": "online", "variance": "global", "statistic": "loss"}),
     ("rmia", {"mode": "offline", "a": 0.3}), ("attack_r", {}), ("watson", {}),
-    ("sablayrolles", {}), ("yeom", {})])
+    ("sablayrolles", {}), ("yeom", {}), ("shadow", {}), ("shadow", {"classifier": "gbdt"})])
 def test_its_scores_from_the_logits_are_the_packages(family, params):
-    """benchmarks/recheck_scores.py's own LiRA, RMIA, Attack-R, calibrated losses and Yeom et
-    al.'s loss, on an overfit target and 32 reference models, at the package's float32
-    statistics: the same scores."""
+    """benchmarks/recheck_scores.py's own LiRA, RMIA, Attack-R, calibrated losses, Yeom et
+    al.'s loss and Shokri et al.'s shadow-model attack (its classifiers on 4,000 of each
+    class's 16,000 or so shadow rows), on an overfit target and 32 reference models, at the
+    package's float32 statistics: the same scores."""
     import recheck_scores
 
     ctx = overfit_context()
@@ -161,6 +162,10 @@ def test_its_scores_from_the_logits_are_the_packages(family, params):
         ours = recheck_scores.continuous_step(ratio[1], ratio[0])[1]
     elif family == "attack_r":
         ours = recheck_scores.attack_r(*inputs("loss", audit))
+    elif family == "shadow":
+        ours = recheck_scores.shadow(ctx.target_logits, ctx.reference_logits,
+                                     ctx.reference_masks, ctx.labels, ctx.reference_pool, audit,
+                                     [ctx.seed, ctx.target_index], params, True)
     elif family == "yeom":
         ours = recheck_scores.yeom(recheck_scores.statistics(
             ctx.target_logits, ctx.labels, True)["loss"], ctx.target_mask, audit)
@@ -462,3 +467,43 @@ def test_its_bayes_wb_proxies_follow_the_recipe_and_its_test_is_the_packages():
         own = heads[0](z)[torch.arange(40), labels]
         proxies = torch.stack([h(z)[torch.arange(40), labels] for h in heads[1:]]).mean(0)
     np.testing.assert_allclose(package, (own - proxies).numpy(), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("spec", [
+    {"scheme": "balanced", "seed": 3, "population_fraction": 0.2},
+    {"scheme": "partition", "seed": 4, "fractions": {"target_train": 0.25, "target_test": 0.25,
+                                                      "reference_pool": 0.5}}])
+def test_its_leave_one_out_models_are_the_packages(spec):
+    """The recheck's leave-one-out records (target 0's members and non-members alternating)
+    and each leave-one-out model's training set, rebuilt from the split alone, are the
+    package's."""
+    import recheck_scores
+
+    from miarepro import splits
+
+    split = splits.make_split(600, spec)
+    np.testing.assert_array_equal(recheck_scores.loo_records(split, 12),
+                                  splits.loo_records(split, 12))
+    for index in (0, 5, 11, 2 * splits.STRIDE + 7):
+        np.testing.assert_array_equal(recheck_scores.trained_on(split, "loo", index),
+                                      splits.training_indices(split, "loo", index))
+
+
+@pytest.mark.parametrize(("family", "params"), [("l_attack", {}),
+                                                ("lira_l", {"variance": "global"}),
+                                                ("lira_l", {"variance": "per_example"})])
+def test_its_leave_one_out_attacks_are_the_packages(family, params):
+    """The L-attack and LiRA-L from each audited record's own leave-one-out models (the
+    recheck's Attack-R and offline LiRA with every model OUT), on an overfit target."""
+    import recheck_scores
+
+    ctx = loo_context()
+    target = recheck_scores.statistics(ctx.target_logits, ctx.labels, True)["loss"][:, ctx.audit]
+    models = ctx.loo_logits.shape[1]  # (records, models, queries, classes)
+    loo = np.stack([recheck_scores.statistics(np.swapaxes(ctx.loo_logits[r], 0, 1),
+                                              np.repeat(ctx.labels[record], models), True)["loss"]
+                    for r, record in enumerate(ctx.audit)], axis=-1).transpose(1, 0, 2)
+    inside = np.zeros((loo.shape[0], loo.shape[-1]), dtype=bool)
+    ours = (recheck_scores.attack_r(target, loo, inside) if family == "l_attack" else
+            recheck_scores.lira(target, loo, inside, "offline", params["variance"]))
+    np.testing.assert_allclose(ours, get_attack(family).fn(ctx, **params), rtol=1e-6, atol=1e-9)
