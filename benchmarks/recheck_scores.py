@@ -11,27 +11,30 @@ from ``default_rng([seed, t])``, complementary halves from
 ``default_rng([seed, role, i // 2])``) and must match the SHA-256 of the training indices in the
 model's JSON card. The attacks follow their papers: Attack-P / LOSS / Marginal (the statistic),
 LiRA (IN / OUT Gaussians, per-sample or pooled variance; offline ``sum log Phi``, online
-log-likelihood ratio), offline RMIA (``p(x) = ((1 + a) mean_OUT p + 1 - a) / 2``,
-``Pr_z[LR(x, z) >= gamma]``), Attack-R (the target's percentile among its OUT losses, ML Privacy
-Meter's range [0, 1000] appended), Watson et al.'s and Sablayrolles et al.'s calibrated losses
-(the OUT mean; the midpoint of the IN and OUT means), Yeom et al.'s loss against the target's
-mean training loss, Shokri et al.'s shadow-model attack (per-class classifiers refitted on the
-reference models' sorted top-k probabilities and confidence, with the package's seeds: their
-rows and labels are what it checks), the L-attack and LiRA-L (Attack-R's percentile and offline
-LiRA against each record's own leave-one-out models, their training sets checked against their
-cards), Suri et al.'s IHA (Eq. 8, leave-one-out ``grad L0`` as their Appendix E, damped or
+log-likelihood ratio), RMIA (offline ``p(x) = ((1 + a) mean_OUT p + 1 - a) / 2``, online the
+mean over all references, ``Pr_z[LR(x, z) >= gamma]``), Attack-R (the target's percentile among
+its OUT losses, ML Privacy Meter's range [0, 1000] appended), Watson et al.'s and Sablayrolles
+et al.'s calibrated losses (the OUT mean; the midpoint of the IN and OUT means), Yeom et al.'s
+loss against the target's mean training loss, Shokri et al.'s shadow-model attack (per-class
+classifiers refitted on the reference models' sorted top-k probabilities and confidence, with
+the package's seeds: their rows and labels are what it checks), the L-attack and LiRA-L
+(Attack-R's percentile and offline LiRA against each record's own leave-one-out models, their
+training sets checked against their cards), Suri et al.'s IHA (Eq. 8, leave-one-out ``grad L0``
+as their Appendix E, or from a known fraction of the training set as their Table 9, damped or
 low-rank inverse, any subset of its terms) and SIF from an exact Hessian of the target's
 training loss that this script forms from the saved weights with ``torch.func`` and
 eigendecomposes in float64 (a few seconds for IHA's 4,780-parameter MNIST MLP), and QMIA's
-Gaussian head, ``(s - mu(x)) / sigma(x)`` with the target's hinge ``s`` and the regressor's
+Gaussian head, ``(s - mu(x)) / sigma(x)`` with the target's hinge ``s``, or its head of
+quantiles (the level the hinge reaches among them, :func:`exceedance`), from the regressor's
 predictions that its fit saved for every record (its training on public records only is the
-tests' to check, its calibration the claims'), and BMIA (glm predictive, references of its own
-study), Subpop (an MLP or LeNet victim; Eq. 3 with natural subpopulations, a perfect inverse of
-``h``, the white-box BiGAN generator or the black-box BiGAN's encoder and generator) and MERLIN
-(the same victim, the noise scale its fit chose) drawn anew: see below. RMIA's file holds the
-package's refinement of the step score, ``(d + f) / (|Z| + 1)``, recomputed here from that
-formula; beside it the published step score's AUC and the share of rows with
-``d = floor(score (|Z| + 1))`` (the refinement breaks ties and reorders nothing).
+tests' to check, its calibration the claims'), and BMIA (GLM or MC predictive, its own study's
+references or another architecture's), Subpop (an MLP or LeNet victim; Eq. 3 with natural
+subpopulations, a perfect inverse of ``h``, the white-box BiGAN generator or the black-box
+BiGAN's encoder and generator) and MERLIN (the same victim, the noise scale its fit chose) drawn
+anew: see below. RMIA's file holds the package's refinement of the step score,
+``(d + f) / (|Z| + 1)``, recomputed here from that formula; beside it the published step score's
+AUC and the share of rows with ``d = floor(score (|Z| + 1))`` (the refinement breaks ties and
+reorders nothing).
 
 Each target's rows are compared in the file's order. MATCH: every row within 1e-6 of
 max(|score|, the scores' spread); CLOSE: ranks and AUC agree (Spearman > 0.9999, AUC within
@@ -63,6 +66,9 @@ against the file):
 
 - bmia-mnist's KFAC instance: a posterior 2% too wide 4.9 standard deviations out, N = 95 for
   100 9.0, the diagonal posterior 103;
+- bmia-mnist's MC predictive (weights shared by every record, so read whole like bayes-wb's
+  draws): GLM redraws against the MC file 7.2, but MC redraws against the GLM file 1.3 and N =
+  90 for 100 2.8 (MC draws vary much more from one to the next);
 - subpop-mnist: beta 0.045 or 0.06 for 0.05, 6.8 and 13.7 (black-box: 5.8 and 7.6); MERLIN's
   scale 0.8 or 1.2 times its fit's, 11.3 and 9.7;
 - subpop-mnist-lenet (500 records): beta 0.025 or 0.1, 29.5 and 17.8, but 0.045 or 0.06 only
@@ -110,14 +116,19 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
     + [f"qmia-mnist-mlp1:{a}" for a in ("marginal", "lira-n2", "lira-n8", "lira-ref-mlp4")] \
     + [f"{study}:{a}" for study in ("iha-purchase", "subpop-mnist")
        for a in ("watson", "sablayrolles")] \
+    + ["iha-purchase:rmia-online"] \
     + [f"iha-mnist:{a}" for a in ("iha", "iha-no-loo", "iha-damping-1e-1", "iha-low-rank-1e-1",
                                   "iha-i1-i2", "iha-loss-i1", "sif")] \
+    + [f"iha-mnist:iha-fraction-{f}" for f in (20, 40, 60, 80, 90)] \
     + [f"iha-mnist-odd:{a}" for a in ("iha", "iha-low-rank-2e-1", "sif")] \
     + [f"qmia-mnist-mlp1:{a}" for a in ("qmia", "qmia-mlp")] \
     + [f"qmia-tabular:{a}" for a in ("qmia", "qmia-search")] \
+    + [f"qmia-purchase:{a}" for a in ("qmia", "qmia-quantiles")] \
     + [f"subpop-mnist{r}:yeom" for r in ("", "-r1", "-r2")] \
     + [f"bmia-mnist:{a}" for a in ("bmia", "bmia-diag-n100", "bmia-full", "bmia-kron-n300",
-                                   "bmia-validation")] \
+                                   "bmia-validation", "bmia-mc", "bmia-ref-mlp", "bmia-ref-wide")] \
+    + [f"bmia-mnist-{s}:bmia-ref-{r}" for s, r in (("mlp", "lenet"), ("mlp", "wide"),
+                                                   ("wide", "lenet"), ("wide", "mlp"))] \
     + [f"subpop-mnist{n}:{a}" for n in ("", "-lenet") for a in ("subpop-natural", "subpop",
                                                                 "jayaraman")] \
     + [f"subpop-mnist:{a}" for a in ("subpop-inverse-5e-2", "subpop-blackbox")] \
@@ -132,6 +143,11 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
 ROLE_IDS, STRIDE, TOLERANCE = {"target": 1, "reference": 2, "loo": 3}, 1000, 1e-6
 MAX_PARAMETERS = 10_000  # an exact Hessian's eigendecomposition: seconds at 4,780
 REPO = Path(__file__).resolve().parent.parent
+
+
+class NotRechecked(Exception):
+    """An attack instance, or a setting of one, that this script cannot recompute on its own
+    (a failed check is a ``SystemExit``)."""
 
 
 # --- splits: which records each model trained on -------------------------------------------
@@ -238,10 +254,14 @@ def lira(target, refs, member, mode: str, variance: str) -> np.ndarray:
             - stats.norm.logpdf(target, mu_out, np.sqrt(var_out))).sum(axis=0)
 
 
-def rmia_ratio(target, refs, member, a: float) -> np.ndarray:
+def rmia_ratio(target, refs, member, a: float, online: bool = False) -> np.ndarray:
     """log p(x | theta) - log p(x), p(x) the offline estimate from the OUT models (the means of
-    probabilities near 1 in float64: their spread is below float32's resolution there)."""
+    probabilities near 1 in float64: their spread is below float32's resolution there), or
+    ``online`` the mean over every reference model, IN and OUT."""
     log_ref = lse(refs, 1, False) - np.log(refs.shape[1])  # mean p over queries
+    if online:
+        return lse(target, 0, False) - np.log(len(target)) - (lse(log_ref, 0, False)
+                                                               - np.log(len(log_ref)))
     out = np.where((~member).any(axis=0), ~member, True)  # no OUT model: all of them
     with np.errstate(divide="ignore"):
         log_out = lse(np.where(out, log_ref, -np.inf), 0, False) - np.log(out.sum(axis=0))
@@ -280,7 +300,7 @@ def calibrated(target, refs, member, kind: str) -> np.ndarray:
     if kind == "watson":
         return target - mean_out
     if not (member.any(axis=0) & (~member).any(axis=0)).all():
-        raise SystemExit("a record without IN or OUT models: not rechecked")
+        raise NotRechecked("a record without IN or OUT models")
     return target - 0.5 * (np.nanmean(np.where(member, values, np.nan), axis=0) + mean_out)
 
 
@@ -329,10 +349,10 @@ def per_record_loss(state: dict, card: dict):
     flat = torch.cat([state[f"{n}.{p}"].double().reshape(-1) for n in names
                       for p in ("weight", "bias")])
     if card["architecture"].get("activation", "relu") != "relu":
-        raise SystemExit(f"activation {card['architecture']['activation']!r}: not rechecked")
+        raise NotRechecked(f"activation {card['architecture']['activation']!r}")
     mse = card["recipe"]["loss"] == "mse"
     if mse != (shapes[-1][1] == (1,)) or card["recipe"]["loss"] not in ("mse", "cross_entropy"):
-        raise SystemExit(f"loss {card['recipe']['loss']!r} of {shapes[-1]}: not rechecked")
+        raise NotRechecked(f"loss {card['recipe']['loss']!r} of {shapes[-1]}")
 
     def loss(theta, x, y):
         start, h = 0, x.reshape(len(x), -1)
@@ -357,7 +377,7 @@ def curvature(state: dict, card: dict, X: np.ndarray, y: np.ndarray, train: np.n
 
     theta, loss = per_record_loss(state, card)
     if len(theta) > MAX_PARAMETERS:  # IHA-CG's Purchase MLP-2: 22,532, an hour of eigh
-        raise SystemExit(f"{len(theta):,} parameters: too many for an exact Hessian here")
+        raise NotRechecked(f"{len(theta):,} parameters: too many for an exact Hessian here")
     X, y = torch.as_tensor(X, dtype=torch.float64), torch.as_tensor(y)
     full = grad(lambda w: loss(w, X[train], y[train]).mean())
     basis = torch.eye(len(theta), dtype=torch.float64)
@@ -382,11 +402,28 @@ def target_curvature(home: Path, split: dict, data: dict, t: int) -> Curvature:
     return curvature(state, card, data["X"], data["y"], train, partition(split, t)["audit"])
 
 
-def iha(c: Curvature, member: np.ndarray, entry: dict) -> np.ndarray:
+def known_records(member: np.ndarray, audit: np.ndarray, fraction: float, seed: list[int]
+                  ) -> np.ndarray:
+    """IHA's Table 9: which audited records are in the ``fraction`` of the target's training
+    set (``member`` over the dataset) whose gradients the attacker knows, drawn as the
+    package draws it from ``default_rng([split seed, target, 0x1A])``."""
+    train = np.flatnonzero(member)
+    subset = np.random.default_rng([*seed, 0x1A]).choice(
+        train, max(1, round(fraction * len(train))), replace=False)
+    known = np.isin(audit, subset)
+    if known.sum() != len(subset):
+        raise NotRechecked("IHA's known records reach outside the audit")
+    return known
+
+
+def iha(c: Curvature, member: np.ndarray, entry: dict, known: np.ndarray | None = None
+        ) -> np.ndarray:
     """Eq. 8: ``l / (1 + mu) - (I1 + I2 + I3 + I4) / lr`` over the chosen terms, ``v = H^-1 g``
     by the damped (``1 / (s + eps)``) or low-rank (``1 / s`` where ``s > eps``) inverse; a
     member's ``grad L0`` lacks its own gradient (App. E) unless ``leave_one_out`` is false.
-    SIF: ``-g^T (H + eps I)^-1 g``."""
+    ``known`` (Table 9's ``fraction``): the audited records whose gradients the attacker
+    knows, a ``fraction`` of the training set, whose sum over ``fraction n`` stands in for the
+    full-data gradient. SIF: ``-g^T (H + eps I)^-1 g``."""
     s, eps = c.eigenvalues, entry.get("eps", 0.2)
     low_rank = entry.get("conditioning", "damping") == "low_rank"
     with np.errstate(divide="ignore"):
@@ -395,8 +432,13 @@ def iha(c: Curvature, member: np.ndarray, entry: dict) -> np.ndarray:
     if entry["attack"] == "sif":
         return -(c.coordinates * v1).sum(axis=1)
     lr, mu, alpha = (c.recipe[k] for k in ("lr", "momentum", "weight_decay"))
-    knows = member * entry.get("leave_one_out", True)
-    v0 = (c.gradient - knows[:, None] * c.coordinates / c.n_train) * inverse
+    if known is None:
+        rest, knows, size = c.gradient, member, c.n_train
+    else:
+        size = entry["fraction"] * c.n_train
+        rest, knows = c.coordinates[known].sum(axis=0) / size, known
+    knows = knows * entry.get("leave_one_out", True)
+    v0 = (rest - knows[:, None] * c.coordinates / size) * inverse
     c1, c2 = 1 - lr * alpha / (1 + mu), 2 - lr * alpha / (1 + mu)
     terms = {"loss": c.losses / (1 + mu),
              "I1": -c1 / c.n_train * (v1 * v1).sum(axis=1) / lr,
@@ -407,6 +449,24 @@ def iha(c: Curvature, member: np.ndarray, entry: dict) -> np.ndarray:
 
 
 # --- QMIA (Bertran et al.): the fit's predicted non-member distribution ---------------------
+def exceedance(score: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
+    """QMIA's score with a head of ``L`` quantiles: the level at which the hinge first passes
+    its record's predicted quantiles, linear between two of them; below the first and above
+    the last, ``-log(1 + d / g)`` and ``L - 1 + log(1 + d / g)``, ``d`` the distance and ``g``
+    the nearest gap between quantiles, so that records past every level still rank."""
+    levels, rows = quantiles.shape[1], np.arange(len(score))
+    passed = (quantiles <= score[:, None]).sum(axis=1)
+    low = quantiles[rows, np.clip(passed - 1, 0, levels - 1)]
+    high = quantiles[rows, np.clip(passed, 0, levels - 1)]
+    inside = passed - 1 + (score - low) / np.where(high > low, high - low, 1.0)
+    first = np.maximum(quantiles[:, 1] - quantiles[:, 0], 1e-12)
+    last = np.maximum(quantiles[:, -1] - quantiles[:, -2], 1e-12)
+    return np.select([passed == 0, passed == levels],
+                     [-np.log1p(np.maximum(quantiles[:, 0] - score, 0) / first),
+                      levels - 1 + np.log1p(np.maximum(score - quantiles[:, -1], 0) / last)],
+                     inside)
+
+
 #: the settings of a QMIA instance that its fit depends on (the rest are labels)
 QMIA_FIT_KEYS = ("head", "backbone", "recipe", "trials", "space", "validation_fraction",
                  "levels")
@@ -433,14 +493,16 @@ SEED = 20240917  # the recheck's own draws: unrelated to the workflow's seeds
 
 def bmia_posterior(features: np.ndarray, labels: np.ndarray, weight: np.ndarray,
                    bias: np.ndarray, structure: str, prior: float | None
-                   ) -> tuple[float, Callable[[np.ndarray], Callable]]:
+                   ) -> tuple[float, Callable[[np.ndarray], Callable], Callable]:
     """Liu et al.'s posterior over the last layer ``(W, b)`` of the reference model, from its
     training records' penultimate ``features``: precision = the cross-entropy's GGN (KFAC: G x
     A with G = the summed softmax covariances, A = the mean of phi phi^T, and G for the bias;
     diagonal; or full) + ``delta I``. ``delta`` maximises the Laplace evidence where ``prior``
     is None (App. C.3), else is ``prior``. Returns delta and ``noise(phi)``: for the records at
     ``phi``, ``(rows, z)`` -> standard normal ``z`` (rows, N, C) made those rows' predictive
-    logits' deviations from their mean."""
+    logits' deviations from their mean; and ``weights(rng, N)``: ``N`` draws of the deviation
+    of ``(W, b)`` from the mode, shared by every record (the MC predictive; KFAC or
+    diagonal)."""
     z = features @ weight.T + bias
     p = special.softmax(z, axis=1)
     n, d = features.shape
@@ -495,23 +557,41 @@ def bmia_posterior(features: np.ndarray, labels: np.ndarray, weight: np.ndarray,
         root = np.swapaxes(np.linalg.cholesky(cov), 1, 2)
         return lambda rows, normal: normal @ root[rows]
 
-    return delta, noise
+    def weights(rng: np.random.Generator, draws: int) -> tuple[np.ndarray, np.ndarray]:
+        if structure == "kron":  # along the eigenvectors of G (classes) and A (features)
+            w = rng.standard_normal((draws, c, d)) / np.sqrt(np.outer(g, a) + delta)
+            b = rng.standard_normal((draws, c)) / np.sqrt(g + delta)
+            return q_out @ w @ q_in.T, b @ q_out.T
+        if structure == "diag":
+            sd = 1 / np.sqrt(eigs + delta)
+            return (rng.standard_normal((draws, c, d)) * sd[: c * d].reshape(c, d),
+                    rng.standard_normal((draws, c)) * sd[c * d:])
+        raise NotRechecked("BMIA's MC predictive with a full posterior")
+
+    return delta, noise, weights
 
 
 def bmia_redraws(target_hinge: np.ndarray, mean: np.ndarray, noise: Callable,
-                 labels: np.ndarray, n_samples: int, seed: list[int]) -> np.ndarray:
+                 labels: np.ndarray, n_samples: int, seed: list[int],
+                 weights: Callable | None = None, phi: np.ndarray | None = None) -> np.ndarray:
     """:data:`REDRAWS` scores of Algorithm 1, each from ``n_samples`` reference logits of every
-    record drawn anew (``mean`` + :func:`bmia_posterior`'s ``noise``): the one-sided t
-    statistic of the target's hinge minus the reference hinges (float32 normals: the check is
-    statistical)."""
+    record drawn anew (``mean`` + :func:`bmia_posterior`'s ``noise``, float32 normals: the
+    check is statistical; or, with ``weights``, the MC predictive: ``n_samples`` draws of the
+    last layer per redraw, shared by every record at features ``phi``): the one-sided t
+    statistic of the target's hinge minus the reference hinges."""
     rng, c = np.random.default_rng(seed), mean.shape[1]
     step = max(1, (1 << 22) // (n_samples * c))
     draws = np.empty((REDRAWS, len(mean)))
     for k in range(REDRAWS):
+        shared = weights(rng, n_samples) if weights is not None else None
         for start in range(0, len(mean), step):
             rows = slice(start, start + step)
-            logits = mean[rows, None, :] + noise(rows, rng.standard_normal(
-                (len(mean[rows]), n_samples, c), dtype=np.float32))
+            if shared is None:
+                deviation = noise(rows, rng.standard_normal((len(mean[rows]), n_samples, c),
+                                                            dtype=np.float32))
+            else:
+                deviation = np.einsum("scd,rd->rsc", shared[0], phi[rows]) + shared[1][None]
+            logits = mean[rows, None, :] + deviation
             index = np.broadcast_to(labels[rows, None, None], (*logits.shape[:2], 1))
             true = np.take_along_axis(logits, index, -1)[..., 0]
             np.put_along_axis(logits, index, -np.inf, -1)
@@ -533,10 +613,10 @@ def consistent(member: np.ndarray, score: np.ndarray, redraws: np.ndarray,
     scores' values for the median and range (MERLIN's fractions), a relative 1e-6 for the
     rest (redraws that all give one value).
 
-    ``shared``: one random draw serves every record (Stolen Memories' proxies), so records'
-    ranks are not independent and their histogram has no known spread; each draw's (the
-    file's included) mean absolute distance from the others' mean, a summary per draw like
-    the AUC, takes its place."""
+    ``shared``: one random draw serves every record (Stolen Memories' proxies, BMIA's MC
+    weights), so records' ranks are not independent and their histogram has no known spread;
+    each draw's (the file's included) mean absolute distance from the others' mean, a summary
+    per draw like the AUC, takes its place."""
     def distance(theirs: float, ours: np.ndarray, floor: float) -> float:
         spread = max(ours.std(ddof=1), floor, 1e-6 * abs(ours.mean()), 1e-12)
         return abs(theirs - ours.mean()) / (spread * np.sqrt(1 + 1 / len(ours)))
@@ -579,25 +659,28 @@ def consistent(member: np.ndarray, score: np.ndarray, redraws: np.ndarray,
 def bmia(home: Path, models: Path, split: dict, labels: np.ndarray, entry: dict, t: int,
          audit: np.ndarray, rows: dict) -> np.ndarray:
     """BMIA's scores of target ``t`` drawn :data:`REDRAWS` times afresh: the reference model
-    and its training records from the fit's card (membership checked against the model's),
+    (in ``models``, its own study's or a ``reference_study``'s, whose fit it is) and its
+    training records from the fit's card (membership checked against the model's),
     its penultimate features and last layer from the fit (checked against the logits the model
     saved), the posterior and its prior precision computed here (``rows["delta"]``: the relative
     difference from the fit's; a validation-tuned one is taken from the card)."""
-    fit, card = fit_of(home, "bmia", BMIA_FIT_KEYS, entry, t)
+    fit, card = fit_of(models.parent, "bmia", BMIA_FIT_KEYS, entry, t)  # the references' study
     info, reference = card["info"], card["info"]["reference_model"]
     train = checked_mask(split, models, "reference", reference)
     features, weight, bias = (fit[key].astype(np.float64) for key in ("features", "weight", "bias"))
     saved = np.load(models / "reference" / f"{reference}.npy")[0]
     if np.abs(features @ weight.T + bias - saved).max() > 1e-4 * np.abs(saved).max():
         raise SystemExit(f"{home.name}: BMIA's features are not reference {reference}'s")
-    delta, noise = bmia_posterior(features[train], labels[train], weight, bias, info["hessian"],
-                                  None if info["prior"] == "marglik" else info["prior_precision"])
+    delta, noise, weights = bmia_posterior(
+        features[train], labels[train], weight, bias, info["hessian"],
+        None if info["prior"] == "marglik" else info["prior_precision"])
     rows["delta"].append(abs(delta / info["prior_precision"] - 1))
     target = np.load(home / "models" / "target" / f"{t}.npy")
     hinge = statistics(target, labels, False)["hinge"][:, audit].mean(axis=0)
     phi = features[audit]
+    mc = entry.get("predictive", "glm") == "mc"
     return bmia_redraws(hinge, phi @ weight.T + bias, noise(phi), labels[audit],
-                        entry.get("n_samples", 100), [SEED, t])
+                        entry.get("n_samples", 100), [SEED, t], weights if mc else None, phi)
 
 
 # --- Subpop (Rezaei et al.): Eq. 3 against records like each audited one --------------------
@@ -691,7 +774,7 @@ def victim(card: dict, state: dict) -> Callable[..., tuple[np.ndarray, np.ndarra
         return lambda x, dtype=np.float64: dense_forward(layers, x, activation, dtype)
     if arch["arch"] == "lenet" and arch.get("variant", "classic") == "classic":
         return lambda x, dtype=np.float64: lenet_forward(layers, x, dtype)
-    raise SystemExit(f"a {arch} victim: not rechecked")
+    raise NotRechecked(f"a {arch} victim")
 
 
 def generator(fit: dict) -> Callable[[np.ndarray], np.ndarray]:
@@ -716,7 +799,7 @@ def encoder(fit: dict) -> Callable[[np.ndarray], np.ndarray]:
     """The black-box BiGAN's own encoder rebuilt from the fit, records to latents: dense
     layers of LeakyReLU 0.2 (a convolutional one is not rechecked)."""
     if json.loads(str(fit["spec"]))["networks"] != "mlp":
-        raise SystemExit("a convolutional BiGAN encoder: not rechecked")
+        raise NotRechecked("a convolutional BiGAN encoder")
     layers = layers_of(fit, "encoder.")
     return lambda x: dense_forward(layers, x, "gan")[1]
 
@@ -918,8 +1001,7 @@ def bayes_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t: i
     state = torch.load(home / "models" / "target" / f"{t}.pt", weights_only=True)
     top = entry.get("layer", -1) in (-1, len(layers_of(state)) - 1)
     if entry.get("meta") or not top or "dp" in study["training"]:
-        raise SystemExit(f"{home.name}: bayes-wb below the top layer, its meta model or under "
-                         "DP-SGD: not rechecked")
+        raise NotRechecked("bayes-wb below the top layer, its meta model or under DP-SGD")
     x, y = data["X"], data["y"]
     h, logits = victim(card, state)(x)
     saved = np.load(home / "models" / "target" / f"{t}.npy")[0].astype(np.float64)
@@ -943,14 +1025,18 @@ def bayes_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t: i
 def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
             curvatures: dict) -> dict:
     """One attack instance of one study, every target: ``curvatures`` keeps each IHA target's
-    Hessian for the study's other IHA instances."""
+    Hessian for the study's other IHA instances. A study whose models are another's
+    (``models_from``) reads that one's split, models, fits and settings, its own scores."""
     base = re.sub(r"-r\d+$", "", study)  # a replicate's attacks are its study's
     entry = config["studies"][base]["attacks"][name]
-    home = run / "results" / "studies" / study
+    source = config["studies"][base].get("models_from", base)
+    spec = config["studies"][source]
+    scores = run / "results" / "studies" / study / "scores" / f"{name}.parquet"
+    home = run / "results" / "studies" / (source + study[len(base):])
     models = home / "models"
     if "reference_study" in entry:  # the same replicate of the other study
         models = home.parent / (entry["reference_study"] + study[len(base):]) / "models"
-    data = np.load(run / f"results/datasets/{config['studies'][base]['dataset']}.npz")
+    data = np.load(run / f"results/datasets/{spec['dataset']}.npz")
     labels = data["y"]
     split = dict(np.load(home / "split.npz"))
     kind, k = entry["attack"], entry.get("n_reference", 0)
@@ -967,11 +1053,11 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
 
     rows = {key: [] for key in ("abs", "rel", "tol", "rho", "ours", "theirs", "step", "agree",
                                 "z", "delta")}
-    for t, theirs in pd.read_parquet(home / "scores" / f"{name}.parquet").groupby("target"):
+    for t, theirs in pd.read_parquet(scores).groupby("target"):
         if kind == "bmia" and t >= BMIA_TARGETS:
             continue
         part, t = partition(split, int(t)), int(t)
-        if kind in REDRAWN_ON_A_SAMPLE and config["studies"][base]["model"]["arch"] != "mlp":
+        if kind in REDRAWN_ON_A_SAMPLE and spec["model"]["arch"] != "mlp":
             theirs = theirs.iloc[np.linspace(0, len(theirs) - 1, CONV_RECORDS).astype(int)]
         audit, member = part["audit"], checked_mask(split, home / "models", "target", t)
         kept = np.searchsorted(audit, theirs["sample"])  # a subset where `records` is set
@@ -991,32 +1077,36 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
             ours = calibrated(*inputs(entry.get("statistic", "loss"), audit, **on), kind)
         elif kind == "attack_r" and entry.get("statistic", "loss") == "loss":
             ours = attack_r(*inputs("loss", audit, **on))
-        elif kind == "rmia" and entry.get("mode", "offline") == "offline":
-            a = entry.get("a", 0.3)
-            x = rmia_ratio(*inputs("loss", audit, **on), a)
-            z = rmia_ratio(*inputs("loss", part["population"], **on), a)
+        elif kind == "rmia":
+            a, online = entry.get("a", 0.3), entry.get("mode", "offline") == "online"
+            x = rmia_ratio(*inputs("loss", audit, **on), a, online)
+            z = rmia_ratio(*inputs("loss", part["population"], **on), a, online)
             step, ours = continuous_step(z, x - np.log(entry.get("gamma", 1.0)))
             step = step[kept]
             rows["agree"].append(np.mean(np.floor(theirs["score"] * (len(z) + 1)) == step))
             rows["step"].append(rank_auc(member[audit[kept]], step / len(z)))
-        elif kind in ("iha", "sif") and "fraction" not in entry:
+        elif kind in ("iha", "sif"):
             if (study, t) not in curvatures:
                 curvatures[study, t] = target_curvature(home, split, data, t)
-            ours = iha(curvatures[study, t], member[audit], entry)
+            known = (known_records(member, audit, entry["fraction"], [int(split["seed"]), t])
+                     if "fraction" in entry else None)
+            ours = iha(curvatures[study, t], member[audit], entry, known)
         elif kind == "naive":  # member iff the target's first query predicts the label
             ours = (np.load(home / "models" / "target" / f"{t}.npy")[0, audit].argmax(-1)
                     == labels[audit]).astype(np.float64)
         elif kind == "omniscient":
-            dataset = run / "results" / "datasets" / config["studies"][base]["dataset"]
+            dataset = run / "results" / "datasets" / spec["dataset"]
             ours = omniscient(data["X"], labels, np.flatnonzero(member), audit,
                               json.loads(dataset.with_suffix(".json").read_text())["meta"])
         elif kind == "yeom":
             ours = yeom(stat(home / "models" / "target", t, "loss", np.arange(len(labels))),
                         member, audit)
-        elif kind == "qmia" and entry.get("head", "gaussian") == "gaussian":
+        elif kind == "qmia":
             fit, _ = fit_of(home, "qmia", QMIA_FIT_KEYS, entry, t)  # (s - mu(x)) / sigma(x)
             hinge = stat(home / "models" / "target", t, "hinge", audit)[0]
-            ours = (hinge - fit["mu"][audit]) / fit["sigma"][audit]
+            ours = ((hinge - fit["mu"][audit]) / fit["sigma"][audit]
+                    if entry.get("head", "gaussian") == "gaussian"
+                    else exceedance(hinge, fit["quantiles"][audit]))
         elif kind in ("subpop", "subpop_blackbox", "subpop_inverse", "subpop_natural",
                       "merlin") and entry.get(
                 "pool", "population") == "population":
@@ -1046,16 +1136,18 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
                           masks, labels, part["reference_pool"], audit,
                           [int(split["seed"]), t], entry, f32)
         elif kind == "bayes_wb":
-            ours = bayes_wb(home, data, split, config["studies"][base], entry, t, audit)
-        elif (kind == "bmia" and entry.get("predictive", "glm") == "glm"
-              and "reference_study" not in entry):
+            ours = bayes_wb(home, data, split, spec, entry, t, audit)
+        elif kind == "bmia":
             ours = bmia(home, models, split, labels, entry, t, audit, rows)
         else:
-            raise SystemExit(f"{study}/{name}: attack {kind!r} with {entry} is not rechecked")
+            raise NotRechecked(f"{kind} with " + ", ".join(
+                f"{key}={value}" for key, value in entry.items()
+                if key not in ("attack", "label", "paper_attack", "paper_setting")))
         if ours.ndim == 2:  # redrawn: the file must be one more draw where there are several
-            if len(ours) > 1:
+            if len(ours) > 1:  # shared: one draw serves every record (proxies, MC weights)
+                shared = kind == "bayes_wb" or entry.get("predictive") == "mc"
                 rows["z"].append(consistent(member[audit[kept]], theirs["score"].to_numpy(),
-                                            ours[:, kept], shared=kind == "bayes_wb"))
+                                            ours[:, kept], shared))
             ours = ours[0]
         ours, audit = ours[kept], audit[kept]
         diff = np.abs(ours - (score := theirs["score"].to_numpy()))
@@ -1085,17 +1177,45 @@ def main() -> int:
                         help="the run's config (default: the repository's)")
     parser.add_argument("--float32", action="store_true",
                         help="the statistics' exponentials in float32, as the package's")
-    parser.add_argument("pairs", nargs="*", default=DEFAULT, help="STUDY:ATTACK")
+    parser.add_argument("--all", action="store_true",
+                        help="every attack instance of the run, each study and replicate; one "
+                             "this script cannot recompute, or whose check fails, is a row")
+    parser.add_argument("pairs", nargs="*", help="STUDY:ATTACK (default: a list of "
+                                                 f"{len(DEFAULT)} covering every family)")
     args = parser.parse_args()
     config = yaml.safe_load(args.config.read_text())
+    pairs = every_pair(args.run, config) if args.all else args.pairs or DEFAULT
     curvatures: dict = {}
-    table = pd.DataFrame([recheck(args.run, config, *pair.split(":"), args.float32, curvatures)
-                          for pair in args.pairs])
+    rows, skipped = [], []
+    for pair in pairs:
+        study, attack = pair.split(":")
+        try:
+            rows.append(recheck(args.run, config, study, attack, args.float32, curvatures))
+        except NotRechecked as reason:
+            skipped.append(f"{pair}: {reason}")
+        except SystemExit as failure:
+            if not args.all:
+                raise
+            rows.append({"study": study, "attack": attack, "verdict": f"FAILED: {failure}"})
+        curvatures = {key: c for key, c in curvatures.items() if key[0] == study}
+    table = pd.DataFrame(rows, columns=None if rows else ["study", "attack", "verdict"])
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print("\nAUCs: means over targets. RMIA: auc_step, the published step score d / |Z|; "
           "step_agrees, the share of rows with d = floor(score (|Z| + 1)).")
-    return int(table["verdict"].isin(["MISMATCH", "INCONSISTENT"]).any())
+    if skipped:
+        print(f"\nNot rechecked ({len(skipped)} of {len(pairs)}):", *skipped, sep="\n- ")
+    return int(table["verdict"].str.startswith(("MISMATCH", "INCONSISTENT", "FAILED")).any())
+
+
+def every_pair(run: Path, config: dict) -> list[str]:
+    """``STUDY:ATTACK`` for every score file of the run that the config names."""
+    pairs = []
+    for home in sorted((run / "results" / "studies").iterdir()):
+        base = re.sub(r"-r\d+$", "", home.name)
+        pairs += [f"{home.name}:{attack}" for attack in config["studies"].get(base, {}).get(
+            "attacks", {}) if (home / "scores" / f"{attack}.parquet").exists()]
+    return pairs
 
 
 if __name__ == "__main__":

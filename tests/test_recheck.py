@@ -134,13 +134,14 @@ def test_its_welch_interval_is_the_packages_across_studies():
 @pytest.mark.parametrize(("family", "params"), [
     ("lira", {"mode": "offline", "variance": "per_example", "statistic": "hinge"}),
     ("lira", {"mode": "online", "variance": "global", "statistic": "loss"}),
-    ("rmia", {"mode": "offline", "a": 0.3}), ("attack_r", {}), ("watson", {}),
+    ("rmia", {"mode": "offline", "a": 0.3}), ("rmia", {"mode": "online", "a": 0.3}),
+    ("attack_r", {}), ("watson", {}),
     ("sablayrolles", {}), ("yeom", {}), ("shadow", {}), ("shadow", {"classifier": "gbdt"})])
 def test_its_scores_from_the_logits_are_the_packages(family, params):
-    """benchmarks/recheck_scores.py's own LiRA, RMIA, Attack-R, calibrated losses, Yeom et
-    al.'s loss and Shokri et al.'s shadow-model attack (its classifiers on 4,000 of each
-    class's 16,000 or so shadow rows), on an overfit target and 32 reference models, at the
-    package's float32 statistics: the same scores."""
+    """benchmarks/recheck_scores.py's own LiRA, RMIA (offline and online), Attack-R, calibrated
+    losses, Yeom et al.'s loss and Shokri et al.'s shadow-model attack (its classifiers on 4,000
+    of each class's 16,000 or so shadow rows), on an overfit target and 32 reference models, at
+    the package's float32 statistics: the same scores."""
     import recheck_scores
 
     ctx = overfit_context()
@@ -157,7 +158,8 @@ def test_its_scores_from_the_logits_are_the_packages(family, params):
         ours = recheck_scores.lira(*inputs(params["statistic"], audit), params["mode"],
                                    params["variance"])
     elif family == "rmia":
-        ratio = [recheck_scores.rmia_ratio(*inputs("loss", where), params["a"])
+        ratio = [recheck_scores.rmia_ratio(*inputs("loss", where), params["a"],
+                                           params["mode"] == "online")
                  for where in (audit, population)]
         ours = recheck_scores.continuous_step(ratio[1], ratio[0])[1]
     elif family == "attack_r":
@@ -190,7 +192,7 @@ def iha_case():
 
 @pytest.mark.parametrize("params", [
     {}, {"leave_one_out": False}, {"eps": 0.05}, {"conditioning": "low_rank", "eps": 0.1},
-    {"terms": ["I1", "I2"]}, {"terms": ["loss", "I1"]}, {"attack": "sif"}])
+    {"terms": ["I1", "I2"]}, {"terms": ["loss", "I1"]}, {"attack": "sif"}, {"fraction": 0.5}])
 def test_its_iha_from_the_weights_is_the_packages(iha_case, params):
     """benchmarks/recheck_scores.py's IHA and SIF: its own Hessian of the target's weights
     (torch.func) and Eq. 8, against the package's fit and scores."""
@@ -200,7 +202,11 @@ def test_its_iha_from_the_weights_is_the_packages(iha_case, params):
     params = dict(params)
     attack = params.pop("attack", "iha")
     theirs = get_attack(attack).fn(ctx, **params)
-    ours = recheck_scores.iha(curvature, ctx.target_mask[ctx.audit], {"attack": attack, **params})
+    known = (recheck_scores.known_records(ctx.target_mask, ctx.audit, params["fraction"],
+                                          [ctx.seed, ctx.target_index])
+             if "fraction" in params else None)
+    ours = recheck_scores.iha(curvature, ctx.target_mask[ctx.audit], {"attack": attack, **params},
+                              known)
     np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9 * np.abs(theirs).max())
 
 
@@ -258,14 +264,36 @@ def test_its_bmia_posterior_is_the_packages(bmia_case, structure):
 
     features, labels, weight, bias, audit, *_ = bmia_case
     package = lastlayer.fit(features, labels, weight, bias, structure, "marglik")
-    delta, noise = recheck_scores.bmia_posterior(features, labels, weight, bias, structure, None)
+    delta, noise, _ = recheck_scores.bmia_posterior(features, labels, weight, bias, structure, None)
     assert delta == pytest.approx(package.prior_precision, rel=1e-5)
-    _, noise = recheck_scores.bmia_posterior(features, labels, weight, bias, structure,
-                                             package.prior_precision)
+    _, noise, _ = recheck_scores.bmia_posterior(features, labels, weight, bias, structure,
+                                                package.prior_precision)
     units = np.broadcast_to(np.eye(4), (len(audit), 4, 4))
     root = noise(audit)(slice(None), units)  # rows: the images of the unit vectors
     np.testing.assert_allclose(np.swapaxes(root, 1, 2) @ root, package.covariance(audit),
                                rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("structure", ["kron", "diag"])
+def test_its_bmia_weight_draws_give_the_packages_predictive(bmia_case, structure):
+    """The MC predictive's draws of the last layer, shared by every record: at any record's
+    features they give the package's predictive covariance of the logits (40,000 draws, to
+    their sampling error)."""
+    import recheck_scores
+
+    from miarepro import lastlayer
+
+    features, labels, weight, bias, audit, *_ = bmia_case
+    package = lastlayer.fit(features, labels, weight, bias, structure, "marglik")
+    *_, weights = recheck_scores.bmia_posterior(features, labels, weight, bias, structure,
+                                                package.prior_precision)
+    dw, db = weights(np.random.default_rng(2), 40_000)
+    deviation = np.einsum("scd,rd->rsc", dw, audit[:3]) + db[None]
+    empirical = np.einsum("rsc,rse->rce", deviation, deviation) / len(dw)
+    expected = package.covariance(audit[:3])
+    scale = np.sqrt(np.einsum("rcc->rc", expected))
+    np.testing.assert_allclose(empirical / scale[:, :, None] / scale[:, None, :],
+                               expected / scale[:, :, None] / scale[:, None, :], atol=0.03)
 
 
 def test_its_bmia_redraws_tell_the_packages_draws_from_a_wrong_posterior(bmia_case):
@@ -280,8 +308,8 @@ def test_its_bmia_redraws_tell_the_packages_draws_from_a_wrong_posterior(bmia_ca
     features, labels, weight, bias, audit, audit_labels, member = bmia_case
     posterior = lastlayer.fit(features, labels, weight, bias, "kron", "marglik")
     target = signals.hinge(posterior.mean(audit), audit_labels) + 0.3 * member
-    _, noise = recheck_scores.bmia_posterior(features, labels, weight, bias, "kron",
-                                             posterior.prior_precision)
+    _, noise, _ = recheck_scores.bmia_posterior(features, labels, weight, bias, "kron",
+                                                posterior.prior_precision)
 
     def package_scores(n_samples, spread=1.0, seed=5):
         draws = posterior.sample_logits(audit, n_samples, np.random.default_rng(seed))
@@ -507,3 +535,33 @@ def test_its_leave_one_out_attacks_are_the_packages(family, params):
     ours = (recheck_scores.attack_r(target, loo, inside) if family == "l_attack" else
             recheck_scores.lira(target, loo, inside, "offline", params["variance"]))
     np.testing.assert_allclose(ours, get_attack(family).fn(ctx, **params), rtol=1e-6, atol=1e-9)
+
+
+def test_its_quantile_head_score_is_the_packages():
+    """QMIA with a head of quantiles: the level the hinge reaches among its record's sorted
+    quantiles, interpolated, with logarithmic tails below the first and above the last, and
+    tied quantiles, as the package scores it."""
+    import recheck_scores
+
+    from miarepro import quantile
+
+    rng = np.random.default_rng(6)
+    quantiles = np.sort(rng.normal(size=(500, 9)), axis=1)
+    quantiles[:50, 3] = quantiles[:50, 4]  # ties between levels
+    score = rng.normal(scale=2.0, size=500)
+    score[50:60] = quantiles[50:60, 5]  # exactly on a level
+    np.testing.assert_allclose(recheck_scores.exceedance(score, quantiles),
+                               quantile.exceedance_score(score, quantiles), rtol=1e-12)
+
+
+def test_all_lists_every_score_file_the_config_names(tmp_path):
+    """``--all``: every score file of a run whose study (or replicate of one) and attack the
+    config names, and nothing else."""
+    import recheck_scores
+
+    for path in ("s/scores/a.parquet", "s/scores/stale.parquet", "s-r1/scores/a.parquet",
+                 "s-r1/scores/b.parquet", "other/scores/a.parquet"):
+        (tmp_path / "results" / "studies" / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "results" / "studies" / path).touch()
+    config = {"studies": {"s": {"attacks": {"a": {}, "b": {}}}}}
+    assert recheck_scores.every_pair(tmp_path, config) == ["s:a", "s-r1:a", "s-r1:b"]
