@@ -98,6 +98,7 @@ import json
 import math
 import re
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -1187,17 +1188,23 @@ def main() -> int:
     pairs = every_pair(args.run, config) if args.all else args.pairs or DEFAULT
     curvatures: dict = {}
     rows, skipped = [], []
-    for pair in pairs:
+    for number, pair in enumerate(pairs, 1):
         study, attack = pair.split(":")
+        start = time.perf_counter()
         try:
             rows.append(recheck(args.run, config, study, attack, args.float32, curvatures))
+            verdict = rows[-1]["verdict"]
         except NotRechecked as reason:
             skipped.append(f"{pair}: {reason}")
+            verdict = "not rechecked"
         except SystemExit as failure:
             if not args.all:
                 raise
             rows.append({"study": study, "attack": attack, "verdict": f"FAILED: {failure}"})
+            verdict = rows[-1]["verdict"]
         curvatures = {key: c for key, c in curvatures.items() if key[0] == study}
+        print(f"[{number}/{len(pairs)}] {pair}: {verdict} ({time.perf_counter() - start:.0f} s)",
+              file=sys.stderr, flush=True)
     table = pd.DataFrame(rows, columns=None if rows else ["study", "attack", "verdict"])
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
