@@ -78,15 +78,16 @@ against the file):
 
 Stolen Memories' naive attack (the target's prediction right or wrong) and its omniscient one
 (Theorem 1 from the synthetic generator's parameters in the dataset's card) are recomputed
-exactly. Its bayes-wb at the top layer is drawn anew like BMIA (:func:`bayes_wb`): a redraw
-trains as many proxies as the fit, by the study's recipe, with code of this script's own; as
-the proxies serve every record at once, the draw check reads each draw whole (``shared`` in
-:func:`consistent`). Controls on sm-synthetic-100 (10 targets): proxies on twice or 0.8 times
-the target's training-set size 563 and 13.9 standard deviations out, 5 or 20 proxies for 10
-5.5 and 6.1, a learning rate of 0.05 for 0.1 15.1, weight decay 1e-3 for 1e-4 19.5, but 50
-epochs for 100 only 2.9 (on sm-bcw: 197, 2.0 for 5 proxies, 12.7 and 3.7). Its lower layers,
-meta models and general-wb, which train shadow models and displacements, are checked against
-hand computations in ``tests/``.
+exactly. Its bayes-wb at any layer of an MLP target is drawn anew like BMIA (:func:`bayes_wb`):
+a redraw trains as many proxies as the fit, by the study's recipe, with code of this script's
+own; as the proxies serve every record at once, the draw check reads each draw whole (``shared``
+in :func:`consistent`). Below the top layer the test is the target's logit minus the proxies'
+mean, by the efficiency of internal influence (:func:`bayes_wb`). Controls on sm-synthetic-100
+(10 targets): proxies on twice or 0.8 times the target's training-set size 563 and 13.9 standard
+deviations out, 5 or 20 proxies for 10 5.5 and 6.1, a learning rate of 0.05 for 0.1 15.1, weight
+decay 1e-3 for 1e-4 19.5, but 50 epochs for 100 only 2.9 (on sm-bcw: 197, 2.0 for 5 proxies,
+12.7 and 3.7). Its meta models, its attacks on LeNet and general-wb, which train shadow models
+and displacements, are checked against hand computations in ``tests/``.
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
     + [f"{study}:naive" for study in ("sm-bcw", "sm-digits", "sm-mnist-lenet")] \
     + [f"sm-synthetic-{n}:{a}" for n in (100, 200, 400) for a in ("omniscient", "bayes-wb")] \
     + [f"{study}:bayes-wb" for study in ("sm-bcw", "sm-german-like", "sm-adult-like-4000")] \
-    + ["sm-digits:bayes-wb-layer-3"] \
+    + [f"sm-digits:bayes-wb-layer-{n}" for n in (1, 2, 3)] \
     + [f"{study}:shadow-bb" for study in ("sm-bcw", "sm-german-like", "sm-adult-like-4000",
                                           "sm-digits", "sm-mnist-lenet")] \
     + [f"subpop-mnist{n}:shokri" for n in ("", "-lenet")] \
@@ -955,22 +956,25 @@ RECIPE = {"lr": 0.1, "momentum": 0.9, "nesterov": False, "weight_decay": 0.0, "e
           "batch_size": 128, "milestones": [], "gamma": 0.1}
 
 
-def train_heads(features: np.ndarray, labels: np.ndarray, subsets: np.ndarray, recipe: dict,
-                n_classes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``K = len(subsets)`` softmax-regression heads, each trained on its own rows of
-    ``features`` by the recipe's SGD (torch's default initialisation of a linear layer; each
-    epoch its own shuffle, the last batch short; mean cross-entropy, the learning rate times
-    ``gamma`` at each milestone): ``(K, C, d)`` weights and ``(K, C)`` biases."""
+def train_proxies(features: np.ndarray, labels: np.ndarray, subsets: np.ndarray, recipe: dict,
+                  sizes: list[int], seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``K = len(subsets)`` ReLU networks of layer ``sizes`` (inputs first, classes last; two
+    sizes: softmax regression), each trained on its own rows of ``features`` by the recipe's
+    SGD (torch's default initialisation of a linear layer; each epoch its own shuffle, the
+    last batch short; mean cross-entropy, the learning rate times ``gamma`` at each
+    milestone): per layer, ``(K, out, in)`` weights and ``(K, out)`` biases."""
     import torch
 
     recipe = {**RECIPE, **recipe}
     torch.manual_seed(seed)
     x, y = torch.as_tensor(features, dtype=torch.float32), torch.as_tensor(labels)
-    k, n, d = len(subsets), subsets.shape[1], features.shape[1]
-    bound = 1 / math.sqrt(d)
-    weight = torch.empty(k, n_classes, d).uniform_(-bound, bound).requires_grad_()
-    bias = torch.empty(k, n_classes).uniform_(-bound, bound).requires_grad_()
-    sgd = torch.optim.SGD([weight, bias], lr=recipe["lr"], momentum=recipe["momentum"],
+    k, n = subsets.shape
+    layers = []
+    for inputs, outputs in itertools.pairwise(sizes):
+        bound = 1 / math.sqrt(inputs)
+        layers += [torch.empty(k, outputs, inputs).uniform_(-bound, bound).requires_grad_(),
+                   torch.empty(k, outputs).uniform_(-bound, bound).requires_grad_()]
+    sgd = torch.optim.SGD(layers, lr=recipe["lr"], momentum=recipe["momentum"],
                           nesterov=recipe["nesterov"], weight_decay=recipe["weight_decay"])
     epochs = int(recipe["epochs"])
     schedule = torch.optim.lr_scheduler.MultiStepLR(
@@ -979,46 +983,62 @@ def train_heads(features: np.ndarray, labels: np.ndarray, subsets: np.ndarray, r
     for _ in range(epochs):
         order = torch.gather(rows, 1, torch.rand(k, n).argsort(1))
         for batch in order.split(int(recipe["batch_size"]), dim=1):
-            logits = torch.baddbmm(bias[:, None, :], x[batch], weight.transpose(1, 2))
+            h = x[batch]
+            for i in range(0, len(layers), 2):
+                h = torch.baddbmm(layers[i + 1][:, None, :], h, layers[i].transpose(1, 2))
+                h = torch.relu(h) if i < len(layers) - 2 else h
             loss = torch.nn.functional.cross_entropy(
-                logits.transpose(1, 2), y[batch], reduction="none").mean(1).sum()
+                h.transpose(1, 2), y[batch], reduction="none").mean(1).sum()
             sgd.zero_grad()
             loss.backward()
             sgd.step()
         schedule.step()
-    return weight.detach().double().numpy(), bias.detach().double().numpy()
+    return [(layers[i].detach().double().numpy(), layers[i + 1].detach().double().numpy())
+            for i in range(0, len(layers), 2)]
 
 
 def bayes_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t: int,
              audit: np.ndarray) -> np.ndarray:
-    """bayes-wb's scores of target ``t`` at its top layer, :data:`REDRAWS` times: a linear top
-    layer's local linear model is its own weights, so Algorithm 4's test is the target's logit
-    of the record's class minus the mean of its proxies' at the target's features ``h(x)``;
-    each redraw trains as many proxies as the fit (its card) on as many random hold-out
-    records as the target's training set (:func:`train_heads`, the study's recipe)."""
+    """bayes-wb's scores of target ``t`` at its layer ``l``, :data:`REDRAWS` times. By the
+    efficiency of internal influence (Eq. 8: ``chi(z)^T z = g(z) - g(0)``), Algorithm 4's local
+    linear test ``(chi - mean chi_proxy)^T z + g(0) - mean g_proxy(0)`` is the target's logit of
+    the record's class minus the mean of its proxies' at the target's features ``z = h(x)``
+    below layer ``l``: exactly at the top layer, to the integral's midpoint rule below it.
+    Each redraw trains as many proxies of the layers from ``l`` up as the fit (its card), on
+    as many random hold-out records as the target's training set (:func:`train_proxies`, the
+    study's recipe)."""
     import torch
 
     card = json.loads((home / "models" / "target" / f"{t}.json").read_text())
     state = torch.load(home / "models" / "target" / f"{t}.pt", weights_only=True)
-    top = entry.get("layer", -1) in (-1, len(layers_of(state)) - 1)
-    if entry.get("meta") or not top or "dp" in study["training"]:
-        raise NotRechecked("bayes-wb below the top layer, its meta model or under DP-SGD")
+    layers, arch = layers_of(state), card["architecture"]
+    if (entry.get("meta") or "dp" in study["training"] or arch["arch"] != "mlp"
+            or arch.get("activation", "relu") != "relu" or arch.get("dropout")):
+        raise NotRechecked("bayes-wb's meta model, under DP-SGD, or a target other than a "
+                           "ReLU MLP without dropout")
     x, y = data["X"], data["y"]
-    h, logits = victim(card, state)(x)
+    logits = victim(card, state)(x)[1]
     saved = np.load(home / "models" / "target" / f"{t}.npy")[0].astype(np.float64)
     if not np.allclose(logits, saved, rtol=1e-4, atol=1e-4 * np.abs(saved).max()):
         raise SystemExit(f"{home.name} target {t}: the rebuilt target's logits differ from "
                          "those it saved")
+    cut = entry.get("layer", -1) % len(layers)
+    z = x.reshape(len(x), -1).astype(np.float64)
+    for weight, bias in layers[:cut]:
+        z = np.maximum(z @ weight.T + bias, 0.0)
     info = fit_of(home, "stolen_memories", SM_FIT_KEYS, entry, t)[1]["info"]
     proxies, size = int(info["proxies"]), int(info["proxy_size"])
     hold_out = partition(split, t)["reference_pool"]
     rng = np.random.default_rng([SEED, t, 0x5A])
     subsets = np.stack([rng.choice(hold_out, size, replace=False)
                         for _ in range(REDRAWS * proxies)])
-    weight, bias = train_heads(h, y, subsets, study["training"], saved.shape[1],
-                               int(rng.integers(2**31)))
-    rows = np.arange(len(audit))
-    proxy = (np.einsum("kcd,nd->knc", weight, h[audit]) + bias[:, None, :])[:, rows, y[audit]]
+    sizes = [z.shape[1]] + [len(bias) for _, bias in layers[cut:]]
+    trained = train_proxies(z, y, subsets, study["training"], sizes, int(rng.integers(2**31)))
+    h = np.broadcast_to(z[audit], (len(subsets), *z[audit].shape))
+    for k, (weight, bias) in enumerate(trained):
+        h = np.einsum("kod,knd->kno", weight, h) + bias[:, None, :]
+        h = np.maximum(h, 0.0) if k < len(trained) - 1 else h
+    proxy = h[:, np.arange(len(audit)), y[audit]]
     return logits[audit, y[audit]] - proxy.reshape(REDRAWS, proxies, len(audit)).mean(1)
 
 

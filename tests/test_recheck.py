@@ -469,7 +469,8 @@ def test_its_bayes_wb_proxies_follow_the_recipe_and_its_test_is_the_packages():
     heads' initialisation is one step of each head's own mean cross-entropy gradient (two
     heads on different rows, trained together, do not mix), and Algorithm 4's test through
     the package's local linear models is the target's logit of the record's class minus the
-    proxies' mean."""
+    proxies' mean: exactly for a linear top, to the integral's midpoint rule for a ReLU
+    network below it (the efficiency of internal influence)."""
     import recheck_scores
     import torch
 
@@ -479,8 +480,8 @@ def test_its_bayes_wb_proxies_follow_the_recipe_and_its_test_is_the_packages():
     x, y = rng.normal(size=(40, 6)), rng.integers(0, 3, 40)
     subsets = np.stack([np.arange(0, 20), np.arange(20, 40)])
     recipe = {"lr": 0.5, "momentum": 0.0, "epochs": 1, "batch_size": 20}
-    w0, b0 = recheck_scores.train_heads(x, y, subsets, {**recipe, "epochs": 0}, 3, seed=7)
-    w1, b1 = recheck_scores.train_heads(x, y, subsets, recipe, 3, seed=7)
+    [(w0, b0)] = recheck_scores.train_proxies(x, y, subsets, {**recipe, "epochs": 0}, [6, 3], 7)
+    [(w1, b1)] = recheck_scores.train_proxies(x, y, subsets, recipe, [6, 3], 7)
     for k, rows in enumerate(subsets):
         logits = x[rows] @ w0[k].T + b0[k]
         error = (np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
@@ -488,13 +489,19 @@ def test_its_bayes_wb_proxies_follow_the_recipe_and_its_test_is_the_packages():
         np.testing.assert_allclose(w1[k], w0[k] - 0.5 * error.T @ x[rows], atol=1e-6)
         np.testing.assert_allclose(b1[k], b0[k] - 0.5 * error.sum(0), atol=1e-6)
 
-    heads = [torch.nn.Linear(6, 3).double() for _ in range(3)]
-    z, labels = torch.as_tensor(x), torch.as_tensor(y)
-    with torch.no_grad():
-        package = _bayes_logit(_pairs(heads[0], heads[1:], z, labels, steps=8)).numpy()
-        own = heads[0](z)[torch.arange(40), labels]
-        proxies = torch.stack([h(z)[torch.arange(40), labels] for h in heads[1:]]).mean(0)
-    np.testing.assert_allclose(package, (own - proxies).numpy(), rtol=1e-9, atol=1e-9)
+    z, labels = torch.as_tensor(np.abs(x)), torch.as_tensor(y)  # features below a ReLU
+    for build, steps, tolerance in ((lambda: torch.nn.Linear(6, 3), 8, 1e-9),
+                                    (lambda: torch.nn.Sequential(torch.nn.Linear(6, 5),
+                                                                 torch.nn.ReLU(),
+                                                                 torch.nn.Linear(5, 3)), 512,
+                                     2e-3)):
+        heads = [build().double() for _ in range(3)]
+        package = _bayes_logit(_pairs(heads[0], heads[1:], z, labels, steps)).detach().numpy()
+        with torch.no_grad():
+            own = heads[0](z)[torch.arange(40), labels]
+            proxies = torch.stack([h(z)[torch.arange(40), labels] for h in heads[1:]]).mean(0)
+        np.testing.assert_allclose(package, (own - proxies).numpy(), rtol=tolerance,
+                                   atol=tolerance)
 
 
 @pytest.mark.parametrize("spec", [
