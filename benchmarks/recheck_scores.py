@@ -779,6 +779,16 @@ def victim(card: dict, state: dict) -> Callable[..., tuple[np.ndarray, np.ndarra
     raise NotRechecked(f"a {arch} victim")
 
 
+def saved_logits(home: Path, t: int, rebuilt: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Target ``t``'s first query's saved logits (float64), once ``rebuilt``, the logits of
+    the target rebuilt here on ``rows``, are checked against them."""
+    saved = np.load(home / "models" / "target" / f"{t}.npy")[0].astype(np.float64)
+    if not np.allclose(rebuilt, saved[rows], rtol=1e-4, atol=1e-4 * np.abs(saved).max()):
+        raise SystemExit(f"{home.name} target {t}: the rebuilt target's logits differ from "
+                         "those it saved")
+    return saved
+
+
 def generator(fit: dict) -> Callable[[np.ndarray], np.ndarray]:
     """The white-box BiGAN's generator rebuilt from the fit, latents to records (float32):
     its standardisation, dense (LeakyReLU 0.2) or convolutional body, sigmoid output for data
@@ -829,11 +839,8 @@ def subpop(home: Path, data: dict, split: dict, entry: dict, t: int, audit: np.n
     state = torch.load(home / "models" / "target" / f"{t}.pt", weights_only=True)
     forward, last = victim(card, state), layers_of(state)[-1]
     x, y = data["X"], data["y"]
-    saved = np.load(home / "models" / "target" / f"{t}.npy")[0].astype(np.float64)
     z, logits = forward(x[audit])
-    if not np.allclose(logits, saved[audit], rtol=1e-4, atol=1e-4 * np.abs(saved).max()):
-        raise SystemExit(f"{home.name} target {t}: the rebuilt victim's logits differ from "
-                         "those it saved")
+    saved = saved_logits(home, t, logits, audit)
     own = cross_entropy(saved[audit], y[audit])
     samples, kind = entry.get("samples", 30), entry["attack"]
     beta, rng = entry.get("beta", 0.05), np.random.default_rng([SEED, t, 5])
@@ -1018,10 +1025,7 @@ def bayes_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t: i
                            "ReLU MLP without dropout")
     x, y = data["X"], data["y"]
     logits = victim(card, state)(x)[1]
-    saved = np.load(home / "models" / "target" / f"{t}.npy")[0].astype(np.float64)
-    if not np.allclose(logits, saved, rtol=1e-4, atol=1e-4 * np.abs(saved).max()):
-        raise SystemExit(f"{home.name} target {t}: the rebuilt target's logits differ from "
-                         "those it saved")
+    saved_logits(home, t, logits, np.arange(len(x)))
     cut = entry.get("layer", -1) % len(layers)
     z = x.reshape(len(x), -1).astype(np.float64)
     for weight, bias in layers[:cut]:
