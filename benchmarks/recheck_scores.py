@@ -339,6 +339,16 @@ class Curvature:
     recipe: dict
 
 
+#: a training recipe's values where the study's config leaves them out (README, "training")
+RECIPE = {"lr": 0.1, "momentum": 0.9, "nesterov": False, "weight_decay": 0.0, "epochs": 10,
+          "batch_size": 128, "milestones": [], "gamma": 0.1, "loss": "cross_entropy"}
+
+
+def recipe_of(card: dict) -> dict:
+    """A model's training recipe from its card, with the values the config leaves out."""
+    return {**RECIPE, **card["recipe"]}
+
+
 def per_record_loss(state: dict, card: dict):
     """The target's loss per record as a function of its flat parameters: the linear layers of
     its state dict in order, ReLU between them; cross-entropy, or for one logit the paper's
@@ -352,9 +362,10 @@ def per_record_loss(state: dict, card: dict):
                       for p in ("weight", "bias")])
     if card["architecture"].get("activation", "relu") != "relu":
         raise NotRechecked(f"activation {card['architecture']['activation']!r}")
-    mse = card["recipe"]["loss"] == "mse"
-    if mse != (shapes[-1][1] == (1,)) or card["recipe"]["loss"] not in ("mse", "cross_entropy"):
-        raise NotRechecked(f"loss {card['recipe']['loss']!r} of {shapes[-1]}")
+    loss_name = recipe_of(card)["loss"]
+    mse = loss_name == "mse"
+    if mse != (shapes[-1][1] == (1,)) or loss_name not in ("mse", "cross_entropy"):
+        raise NotRechecked(f"loss {loss_name!r} of {shapes[-1]}")
 
     def loss(theta, x, y):
         start, h = 0, x.reshape(len(x), -1)
@@ -391,7 +402,7 @@ def curvature(state: dict, card: dict, X: np.ndarray, y: np.ndarray, train: np.n
                                 for i in range(0, len(audit), 512)])
     return Curvature(eigenvalues, vectors.T @ full(theta).numpy(), gradients @ vectors,
                      loss(theta, X[audit], y[audit]).detach().numpy(), len(train),
-                     card["recipe"])
+                     recipe_of(card))
 
 
 def target_curvature(home: Path, split: dict, data: dict, t: int) -> Curvature:
@@ -958,9 +969,6 @@ def shadow(target: np.ndarray, refs: np.ndarray, masks: np.ndarray, labels: np.n
 # --- Stolen Memories' bayes-wb at the top layer: its proxies trained anew ----------------------
 SM_FIT_KEYS = ("layers", "proxies", "shadows", "steps", "displacement_widths", "meta_widths",
                "epochs", "lr", "shadow_records")
-#: a training recipe's values where the study's config leaves them out (README, "training")
-RECIPE = {"lr": 0.1, "momentum": 0.9, "nesterov": False, "weight_decay": 0.0, "epochs": 10,
-          "batch_size": 128, "milestones": [], "gamma": 0.1}
 
 
 def train_proxies(features: np.ndarray, labels: np.ndarray, subsets: np.ndarray, recipe: dict,
@@ -1208,6 +1216,8 @@ def main() -> int:
     parser.add_argument("pairs", nargs="*", help="STUDY:ATTACK (default: a list of "
                                                  f"{len(DEFAULT)} covering every family)")
     args = parser.parse_args()
+    if args.all and args.pairs:
+        parser.error("give STUDY:ATTACK pairs or --all, not both")
     config = yaml.safe_load(args.config.read_text())
     pairs = every_pair(args.run, config) if args.all else args.pairs or DEFAULT
     curvatures: dict = {}
@@ -1221,10 +1231,11 @@ def main() -> int:
         except NotRechecked as reason:
             skipped.append(f"{pair}: {reason}")
             verdict = "not rechecked"
-        except SystemExit as failure:
+        except (SystemExit, Exception) as failure:  # one row each in a run over everything
             if not args.all:
                 raise
-            rows.append({"study": study, "attack": attack, "verdict": f"FAILED: {failure}"})
+            kind = "FAILED" if isinstance(failure, SystemExit) else type(failure).__name__
+            rows.append({"study": study, "attack": attack, "verdict": f"{kind}: {failure}"})
             verdict = rows[-1]["verdict"]
         curvatures = {key: c for key, c in curvatures.items() if key[0] == study}
         print(f"[{number}/{len(pairs)}] {pair}: {verdict} ({time.perf_counter() - start:.0f} s)",
@@ -1236,7 +1247,7 @@ def main() -> int:
           "step_agrees, the share of rows with d = floor(score (|Z| + 1)).")
     if skipped:
         print(f"\nNot rechecked ({len(skipped)} of {len(pairs)}):", *skipped, sep="\n- ")
-    return int(table["verdict"].str.startswith(("MISMATCH", "INCONSISTENT", "FAILED")).any())
+    return int(~table["verdict"].isin(["MATCH", "CLOSE", "CONSISTENT"]).all())
 
 
 def every_pair(run: Path, config: dict) -> list[str]:
