@@ -131,6 +131,7 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
                                    "bmia-validation", "bmia-mc", "bmia-ref-mlp", "bmia-ref-wide")] \
     + [f"bmia-mnist-{s}:bmia-ref-{r}" for s, r in (("mlp", "lenet"), ("mlp", "wide"),
                                                    ("wide", "lenet"), ("wide", "mlp"))] \
+    + [f"bmia-mnist-ood:{a}" for a in ("bmia", "attack-p", "qmia", "rmia-n8")] \
     + [f"subpop-mnist{n}:{a}" for n in ("", "-lenet") for a in ("subpop-natural", "subpop",
                                                                 "jayaraman")] \
     + [f"subpop-mnist:{a}" for a in ("subpop-inverse-5e-2", "subpop-blackbox")] \
@@ -166,7 +167,18 @@ def partition(split: dict, t: int) -> dict:
     part["audit"] = np.sort(np.concatenate([part["target_train"], part["target_test"]]))
     if "reference_parts" in split:
         part["reference_parts"] = split["reference_parts"]
+    part["ood"], part["ood_aligned"] = split["ood"], split.get("ood_aligned", False)
     return part
+
+
+def audited(part: dict, nonmembers: str) -> np.ndarray:
+    """A repetition's audited records: its audit, or (``nonmembers: ood``) the target's members
+    against the out-of-distribution records (for copies of the dataset's records, the copies
+    of the target's test records)."""
+    if nonmembers != "ood":
+        return part["audit"]
+    ood = part["ood"][part["target_test"]] if bool(part["ood_aligned"]) else part["ood"]
+    return np.sort(np.concatenate([part["target_train"], ood]))
 
 
 def loo_records(split: dict, count: int) -> np.ndarray:
@@ -1092,7 +1104,8 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
         part, t = partition(split, int(t)), int(t)
         if kind in REDRAWN_ON_A_SAMPLE and spec["model"]["arch"] != "mlp":
             theirs = theirs.iloc[np.linspace(0, len(theirs) - 1, CONV_RECORDS).astype(int)]
-        audit, member = part["audit"], checked_mask(split, home / "models", "target", t)
+        audit = audited(part, config["studies"][base].get("nonmembers", "test"))
+        member = checked_mask(split, home / "models", "target", t)
         kept = np.searchsorted(audit, theirs["sample"])  # a subset where `records` is set
         if not (np.array_equal(audit[np.minimum(kept, len(audit) - 1)], theirs["sample"])
                 and np.array_equal(theirs["member"], member[audit][kept])):
