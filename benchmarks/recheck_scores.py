@@ -497,13 +497,15 @@ QMIA_FIT_KEYS = ("head", "backbone", "recipe", "trials", "space", "validation_fr
                  "levels")
 
 
-def fit_of(home: Path, kind: str, keys: tuple[str, ...], entry: dict, t: int
-           ) -> tuple[dict, dict]:
+def fit_of(home: Path, kind: str, keys: tuple[str, ...], entry: dict, t: int,
+           defaults: dict | None = None) -> tuple[dict, dict]:
     """Target ``t``'s fit of the attack ``entry`` configures, and its card: the one fit whose
-    card records exactly its settings of ``keys``."""
-    params = {key: entry[key] for key in keys if key in entry}
+    card records its settings of ``keys`` (``defaults`` where either leaves one out: instances
+    that differ only in spelling a default share one fit)."""
+    defaults = defaults or {}
+    params = {**defaults, **{key: entry[key] for key in keys if key in entry}}
     found = [card for card in sorted(home.glob(f"fits/{kind}-*/{t}.json"))
-             if json.loads(card.read_text())["settings"]["params"] == params]
+             if {**defaults, **json.loads(card.read_text())["settings"]["params"]} == params]
     if len(found) != 1:
         raise SystemExit(f"{home.name}: {len(found)} {kind} fits of target {t} with {params}")
     return dict(np.load(found[0].with_suffix(".npz"))), json.loads(found[0].read_text())
@@ -513,6 +515,7 @@ def fit_of(home: Path, kind: str, keys: tuple[str, ...], entry: dict, t: int
 #: BMIA's check: redraws of each of its first targets, and how far from them (in standard
 #: deviations, t with 19 degrees of freedom: 1e-4 beyond 5 each) a score file may lie
 BMIA_FIT_KEYS, REDRAWS, BMIA_TARGETS, WITHIN = ("hessian", "prior"), 20, 3, 5.0
+BMIA_FIT_DEFAULTS = {"hessian": "kron", "prior": "marglik"}  # Liu et al.'s, the package's
 SEED = 20240917  # the recheck's own draws: unrelated to the workflow's seeds
 
 
@@ -689,7 +692,8 @@ def bmia(home: Path, models: Path, split: dict, labels: np.ndarray, entry: dict,
     its penultimate features and last layer from the fit (checked against the logits the model
     saved), the posterior and its prior precision computed here (``rows["delta"]``: the relative
     difference from the fit's; a validation-tuned one is taken from the card)."""
-    fit, card = fit_of(models.parent, "bmia", BMIA_FIT_KEYS, entry, t)  # the references' study
+    fit, card = fit_of(models.parent, "bmia", BMIA_FIT_KEYS, entry, t,  # the references' study
+                       BMIA_FIT_DEFAULTS)
     info, reference = card["info"], card["info"]["reference_model"]
     train = checked_mask(split, models, "reference", reference)
     features, weight, bias = (fit[key].astype(np.float64) for key in ("features", "weight", "bias"))
