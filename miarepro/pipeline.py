@@ -311,7 +311,10 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
     without reading its fit or loading the study's models, torch's import included:
     :func:`io.reading`), and :func:`training_costs` of the models and fit it read. An
     attack entry's ``records`` restricts each target's audit to that many records, half
-    members (:func:`miarepro.splits.balanced_records`).
+    members (:func:`miarepro.splits.balanced_records`): a white-box attack, whose cost is per
+    record, scores only those; any other scores the whole audit and keeps their rows, so that
+    what it estimates across records (LiRA's global variance) is what it is without
+    ``records``.
     ``nonmembers="ood"`` audits each target's members against the dataset's out-of-distribution
     records instead of its test part. Attacks that imply a quantile threshold (see
     :mod:`miarepro.attacks.base`) also get a ``pinball@<fpr>`` column per FPR of ``fprs`` and
@@ -339,11 +342,14 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
     for target, path in enumerate(target_signals):
         context = attack_context(attack, labels, split, target, io.read_array(path), by_index,
                                  fit_paths[target] if fit_paths else None, nonmembers, study)
+        records = None
         if spec.needs_loo:
             context = dataclasses.replace(context, audit=loo_records, loo_logits=loo_logits)
         elif attack.get("records"):
-            context = dataclasses.replace(context, audit=splits.balanced_records(
-                context.audit, context.target_mask, context.seed, attack["records"]))
+            records = splits.balanced_records(context.audit, context.target_mask, context.seed,
+                                              attack["records"])
+            if spec.whitebox:
+                context, records = dataclasses.replace(context, audit=records), None
         audit = context.audit
         held_out = calibration_records(context) if spec.threshold is not None else audit[:0]
         loaded = getattr(files, "read_seconds", 0.0)
@@ -369,6 +375,10 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
             frame = frame.assign(**decision_columns(
                 values, labels[audit], spec.threshold, held_out_values, labels[held_out],
                 calibration))
+        if records is not None:  # the records' rows, in their order
+            order = np.argsort(audit)
+            frame = frame.iloc[order[np.searchsorted(audit[order], records)]].reset_index(
+                drop=True)
         frames.append(frame)
     io.write_table(output, pd.concat(frames, ignore_index=True))
     return costs

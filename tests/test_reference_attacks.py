@@ -519,3 +519,39 @@ def test_missing_inputs_raise():
                                 reference_masks=np.zeros((0, 5), dtype=bool))
     with pytest.raises(ValueError, match="reference models"):
         run("lira", empty, mode="offline")
+
+
+def test_records_restrict_a_black_box_attacks_rows_not_what_it_pools(tmp_path):
+    """An entry's ``records`` keeps those rows of a black-box attack, in their order, but the
+    attack scores the whole audit: LiRA's global variance, pooled across records, is the same
+    with ``records`` as without it, so a record's score does not depend on which others are
+    audited (IHA's comparisons on 40 or 100 records)."""
+    from miarepro import io, pipeline, splits
+
+    rng = np.random.default_rng(1)
+    n = 400
+    dataset = tmp_path / "data.npz"
+    io.write_arrays(dataset, X=np.zeros((n, 2), np.float32), y=rng.integers(0, 3, n))
+    io.write_json(tmp_path / "data.json", {"n_classes": 3, "meta": {}})
+    split = str(tmp_path / "split.npz")
+    pipeline.make_split(str(dataset), {"scheme": "partition", "seed": 0, "fractions": {
+        "target_train": 0.25, "target_test": 0.25, "reference_pool": 0.5}}, split)
+    signals = {}
+    for role, index in (("target", 0), ("reference", 0), ("reference", 1)):
+        signals[role, index] = str(tmp_path / role / f"{index}.npy")
+        io.write_array(signals[role, index], rng.normal(size=(1, n, 3)).astype(np.float32))
+        io.write_json(signals[role, index].replace(".npy", ".json"), {"train_seconds": 1.0})
+    attack = {"attack": "lira", "mode": "offline", "variance": "global", "n_reference": 2}
+
+    def scores(entry: dict):
+        path = str(tmp_path / f"{len(entry)}.parquet")
+        pipeline.score(entry, str(dataset), split, [signals["target", 0]],
+                       [signals["reference", 0], signals["reference", 1]], [], path)
+        return io.read_table(path)
+
+    whole, some = scores(attack), scores({**attack, "records": 20})
+    part = io.read_arrays(split)
+    expected = splits.balanced_records(part["audit"], splits.training_mask(part, "target", 0),
+                                       0, 20)
+    np.testing.assert_array_equal(some["sample"], expected)
+    np.testing.assert_array_equal(some["score"], whole.set_index("sample").loc[expected, "score"])
