@@ -240,7 +240,7 @@ def statistics(logits: np.ndarray, labels: np.ndarray, f32: bool) -> dict[str, n
     others = np.where(np.arange(z.shape[-1]) == labels[:, None], -np.inf, z)
     margin = true - lse(others, -1, f32)  # log p_y - log(1 - p_y)
     return {"hinge": true - others.max(axis=-1), "loss": -np.logaddexp(0.0, -margin),
-            "confidence": margin}
+            "logit_confidence": margin}
 
 
 # --- attacks: target (A, N), refs (K, A, N), member (K, N) ---------------------------------
@@ -917,7 +917,7 @@ def shadow_features(logits: np.ndarray, labels: np.ndarray, top_k: int, f32: boo
     probabilities (ML-Leaks) and the true label's logit-scaled confidence, each averaged over
     queries."""
     probs = special.softmax(np.asarray(logits, dtype=np.float64), axis=-1).mean(1)
-    confidence = statistics(np.swapaxes(logits, 0, 1), labels, f32)["confidence"].mean(0)
+    confidence = statistics(np.swapaxes(logits, 0, 1), labels, f32)["logit_confidence"].mean(0)
     return np.column_stack([-np.sort(-probs, axis=1)[:, :top_k], confidence])
 
 
