@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 import pytest
+from study_files import partition_study
 
 from miarepro import io
 from miarepro.data.download import require_file
@@ -144,12 +145,7 @@ def test_a_score_job_records_the_seconds_of_the_models_and_fit_each_target_read(
 
     rng = np.random.default_rng(0)
     n = 40
-    dataset = tmp_path / "data.npz"
-    io.write_arrays(dataset, X=np.zeros((n, 2), np.float32), y=rng.integers(0, 3, n))
-    io.write_json(tmp_path / "data.json", {"n_classes": 3, "meta": {}})
-    split = str(tmp_path / "split.npz")
-    pipeline.make_split(str(dataset), {"scheme": "partition", "seed": 0, "fractions": {
-        "target_train": 0.25, "target_test": 0.25, "reference_pool": 0.5}}, split)
+    dataset, split = partition_study(tmp_path, n, rng)
     models = tmp_path / "models"
     for role, index, seconds in (("target", 0, 1.0), ("target", 1, 1.0),
                                  ("reference", 0, 3.0), ("reference", STRIDE, 5.0)):

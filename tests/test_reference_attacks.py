@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from overfit import loo_context, overfit_context
 from scipy.stats import norm
+from study_files import partition_study
 
 from miarepro import metrics
 from miarepro.attacks import REGISTRY, AttackContext, get_attack
@@ -530,12 +531,7 @@ def test_records_restrict_a_black_box_attacks_rows_not_what_it_pools(tmp_path):
 
     rng = np.random.default_rng(1)
     n = 400
-    dataset = tmp_path / "data.npz"
-    io.write_arrays(dataset, X=np.zeros((n, 2), np.float32), y=rng.integers(0, 3, n))
-    io.write_json(tmp_path / "data.json", {"n_classes": 3, "meta": {}})
-    split = str(tmp_path / "split.npz")
-    pipeline.make_split(str(dataset), {"scheme": "partition", "seed": 0, "fractions": {
-        "target_train": 0.25, "target_test": 0.25, "reference_pool": 0.5}}, split)
+    dataset, split = partition_study(tmp_path, n, rng)
     signals = {}
     for role, index in (("target", 0), ("reference", 0), ("reference", 1)):
         signals[role, index] = str(tmp_path / role / f"{index}.npy")
