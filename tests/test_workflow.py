@@ -461,7 +461,11 @@ def test_slurm_jobs_get_the_configured_resources(workflow, tmp_path):
 
     def submitted(rule: str) -> str:
         found = [line for line in lines if f"--comment rule_{rule}" in line]
-        assert found, f"no {rule} job submitted; Snakemake said:\n{done.stderr[-4000:]}"
+        # the failed jobs' reports fill the end of the log: show why submission stopped too
+        why = [line for line in done.stderr.splitlines()
+               if re.search(r"warn|exception|error in rule|fail.*(solve|submi)", line, re.I)]
+        assert found, (f"no {rule} job submitted; Snakemake said:\n" + "\n".join(why[:40])
+                       + "\n...\n" + done.stderr[-2000:])
         return found[0]
 
     train, fit = submitted("train_"), submitted("fit_")
