@@ -314,7 +314,8 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
     members (:func:`miarepro.splits.balanced_records`): a white-box attack, whose cost is per
     record, scores only those; any other scores the whole audit and keeps their rows, so that
     what it estimates across records (LiRA's global variance) is what it is without
-    ``records``.
+    ``records``, and its ``score_seconds`` is their share of the whole audit's time, so that
+    a cost per scored row means the same either way.
     ``nonmembers="ood"`` audits each target's members against the dataset's out-of-distribution
     records instead of its test part. Attacks that imply a quantile threshold (see
     :mod:`miarepro.attacks.base`) also get a ``pinball@<fpr>`` column per FPR of ``fprs`` and
@@ -360,6 +361,8 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
         reading = getattr(context.fit, "read_seconds", 0.0) + getattr(
             files, "read_seconds", 0.0) - loaded
         seconds = time.perf_counter() - start - reading
+        if records is not None:  # charged its records' share, as its rows are theirs alone
+            seconds *= len(records) / len(audit)
         models = [by_index[i] for i in _reference_indices(split, attack, target)]
         costs.append({"score_seconds": seconds, **training_costs(
             models + list(loo_signals), fit_paths[target] if fit_paths else None)})

@@ -522,11 +522,12 @@ def test_missing_inputs_raise():
         run("lira", empty, mode="offline")
 
 
-def test_records_restrict_a_black_box_attacks_rows_not_what_it_pools(tmp_path):
+def test_records_restrict_a_black_box_attacks_rows_not_what_it_pools(tmp_path, monkeypatch):
     """An entry's ``records`` keeps those rows of a black-box attack, in their order, but the
     attack scores the whole audit: LiRA's global variance, pooled across records, is the same
     with ``records`` as without it, so a record's score does not depend on which others are
-    audited (IHA's comparisons on 40 or 100 records)."""
+    audited (IHA's comparisons on 40 or 100 records). Its time is the records' share of the
+    whole audit's, so that seconds per scored row are comparable (IHA Table 6)."""
     from miarepro import io, pipeline, splits
 
     rng = np.random.default_rng(1)
@@ -539,13 +540,20 @@ def test_records_restrict_a_black_box_attacks_rows_not_what_it_pools(tmp_path):
         io.write_json(signals[role, index].replace(".npy", ".json"), {"train_seconds": 1.0})
     attack = {"attack": "lira", "mode": "offline", "variance": "global", "n_reference": 2}
 
+    seconds = []
+    clock = iter(range(1000))  # each reading of the clock one second later
+
     def scores(entry: dict):
         path = str(tmp_path / f"{len(entry)}.parquet")
-        pipeline.score(entry, str(dataset), split, [signals["target", 0]],
-                       [signals["reference", 0], signals["reference", 1]], [], path)
+        monkeypatch.setattr(pipeline.time, "perf_counter", lambda: float(next(clock)))
+        seconds.append(pipeline.score(entry, str(dataset), split, [signals["target", 0]],
+                                      [signals["reference", 0], signals["reference", 1]], [],
+                                      path)[0]["score_seconds"])
+        monkeypatch.undo()
         return io.read_table(path)
 
     whole, some = scores(attack), scores({**attack, "records": 20})
+    assert seconds[0] > 0 and seconds[1] == pytest.approx(seconds[0] * 20 / len(whole))
     part = io.read_arrays(split)
     expected = splits.balanced_records(part["audit"], splits.training_mask(part, "target", 0),
                                        0, 20)
