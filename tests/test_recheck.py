@@ -22,7 +22,14 @@ from miarepro.attacks import get_attack
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 sys.path.append(str(BENCHMARKS))
-import recheck_claims  # benchmarks/recheck_claims.py, found through the path above  # noqa: E402
+# benchmarks/recheck_*.py, found through the path above
+import recheck_claims  # noqa: E402
+import recheck_drawn  # noqa: E402
+import recheck_iha  # noqa: E402
+import recheck_inputs  # noqa: E402
+import recheck_networks  # noqa: E402
+import recheck_reference  # noqa: E402
+import recheck_scores  # noqa: E402
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -138,41 +145,40 @@ def test_its_welch_interval_is_the_packages_across_studies():
     ("attack_r", {}), ("watson", {}),
     ("sablayrolles", {}), ("yeom", {}), ("shadow", {}), ("shadow", {"classifier": "gbdt"})])
 def test_its_scores_from_the_logits_are_the_packages(family, params):
-    """benchmarks/recheck_scores.py's own LiRA, RMIA (offline and online), Attack-R, calibrated
+    """benchmarks/recheck_reference.py's own LiRA, RMIA (offline and online), Attack-R, calibrated
     losses, Yeom et al.'s loss and Shokri et al.'s shadow-model attack (its classifiers on 4,000
     of each class's 16,000 or so shadow rows), on an overfit target and 32 reference models, at
     the package's float32 statistics: the same scores."""
-    import recheck_scores
 
     ctx = overfit_context()
     audit, population = ctx.audit, ctx.population
 
     def inputs(key: str, where: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        target = recheck_scores.statistics(ctx.target_logits, ctx.labels, True)[key]
-        refs = np.stack([recheck_scores.statistics(r, ctx.labels, True)[key]
+        target = recheck_inputs.statistics(ctx.target_logits, ctx.labels, True)[key]
+        refs = np.stack([recheck_inputs.statistics(r, ctx.labels, True)[key]
                          for r in ctx.reference_logits])
         return target[:, where], refs[:, :, where], ctx.reference_masks[:, where]
 
     theirs = get_attack(family).fn(ctx, **params)
     if family == "lira":
-        ours = recheck_scores.lira(*inputs(params["statistic"], audit), params["mode"],
-                                   params["variance"])
+        ours = recheck_reference.lira(*inputs(params["statistic"], audit), params["mode"],
+                                      params["variance"])
     elif family == "rmia":
-        ratio = [recheck_scores.rmia_ratio(*inputs("loss", where), params["a"],
-                                           params["mode"] == "online")
+        ratio = [recheck_reference.rmia_ratio(*inputs("loss", where), params["a"],
+                                              params["mode"] == "online")
                  for where in (audit, population)]
-        ours = recheck_scores.continuous_step(ratio[1], ratio[0])[1]
+        ours = recheck_reference.continuous_step(ratio[1], ratio[0])[1]
     elif family == "attack_r":
-        ours = recheck_scores.attack_r(*inputs("loss", audit))
+        ours = recheck_reference.attack_r(*inputs("loss", audit))
     elif family == "shadow":
-        ours = recheck_scores.shadow(ctx.target_logits, ctx.reference_logits,
-                                     ctx.reference_masks, ctx.labels, ctx.reference_pool, audit,
-                                     [ctx.seed, ctx.target_index], params, True)
+        ours = recheck_reference.shadow(ctx.target_logits, ctx.reference_logits,
+                                        ctx.reference_masks, ctx.labels, ctx.reference_pool, audit,
+                                        [ctx.seed, ctx.target_index], params, True)
     elif family == "yeom":
-        ours = recheck_scores.yeom(recheck_scores.statistics(
+        ours = recheck_reference.yeom(recheck_inputs.statistics(
             ctx.target_logits, ctx.labels, True)["loss"], ctx.target_mask, audit)
     else:
-        ours = recheck_scores.calibrated(*inputs("loss", audit), family)
+        ours = recheck_reference.calibrated(*inputs("loss", audit), family)
     np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9)
 
 
@@ -180,42 +186,78 @@ def test_its_scores_from_the_logits_are_the_packages(family, params):
 def iha_case():
     """The package's Hessian fit of a 6-4-3 MLP on 20 of 40 records, and the recheck's own
     eigendecomposition of the same weights."""
-    import recheck_scores
     from test_iha import _case, _with_fit
 
     ctx = _with_fit(_case(40, 20, [4], epochs=40))
     study = ctx.study
     card = {"architecture": {"arch": "mlp", "widths": [4]}, "recipe": study.recipe()}
-    return ctx, recheck_scores.curvature(study.model.state_dict(), card, study.X, study.y,
-                                         study.train, ctx.audit)
+    return ctx, recheck_iha.curvature(study.model.state_dict(), card, study.X, study.y,
+                                      study.train, ctx.audit)
+
+
+@pytest.mark.parametrize("params", [{}, {"eps": 0.5}, {"eps": 0.5, "terms": ["loss", "I1", "I2"]},
+                                    {"attack": "sif", "eps": 0.5}])
+def test_its_iha_by_hessian_products_is_its_exact_one(iha_case, params):
+    """Where the Hessian is too large to form (IHA's CG instances on Purchase's MLPs), the
+    recheck solves by Hessian-vector products on a block Krylov space: on the small MLP, the
+    scores of its exact eigendecomposition on the records it is given, and, where the damped
+    Hessian is positive definite (this one's lowest eigenvalue is -0.26; CG needs it), the
+    package's CG-solved scores."""
+    ctx, curvature = iha_case
+    study, params = ctx.study, dict(params)
+    attack = params.pop("attack", "iha")
+    card = {"architecture": {"arch": "mlp", "widths": [4]}, "recipe": study.recipe()}
+    records = ctx.audit[::3]
+    solved = recheck_iha.products(study.model.state_dict(), card, study.X, study.y,
+                                  study.train, records)
+    entry = {"attack": attack, **params}
+    ours = recheck_iha.iha(solved, ctx.target_mask[records], entry)
+    exact = recheck_iha.iha(curvature, ctx.target_mask[ctx.audit], entry)[::3]
+    np.testing.assert_allclose(ours, exact, rtol=1e-7, atol=1e-10 * np.abs(exact).max())
+    if curvature.eigenvalues.min() + params.get("eps", 0.2) > 0:
+        cg = dataclasses.replace(ctx, audit=records, fit={"gradient": ctx.fit["gradient"]})
+        theirs = get_attack(attack).fn(cg, cg_tolerance=1e-10, **params)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9 * np.abs(theirs).max())
+
+
+@pytest.mark.parametrize("lowest", [0.01, -1.0])  # the damped matrix definite, or not
+def test_its_krylov_solve_is_a_direct_one(lowest):
+    rng = np.random.default_rng(0)
+    basis = np.linalg.qr(rng.normal(size=(30, 30)))[0]
+    values = np.r_[lowest, rng.uniform(0.01, 1, 26), 40.0, 60.0, 90.0]  # bulk and outliers
+    matrix = basis @ np.diag(values) @ basis.T
+    rows = rng.normal(size=(3, 30))
+    solved = recheck_iha.krylov_solve(lambda v: v @ matrix, rows, 0.2)
+    np.testing.assert_allclose(solved, np.linalg.solve(matrix + 0.2 * np.eye(30), rows.T).T,
+                               rtol=1e-7)
+    with pytest.raises(recheck_inputs.NotRechecked, match="no Krylov solution"):
+        recheck_iha.krylov_solve(lambda v: v @ matrix, rows, 0.2, blocks=2)
 
 
 @pytest.mark.parametrize("params", [
     {}, {"leave_one_out": False}, {"eps": 0.05}, {"conditioning": "low_rank", "eps": 0.1},
     {"terms": ["I1", "I2"]}, {"terms": ["loss", "I1"]}, {"attack": "sif"}, {"fraction": 0.5}])
 def test_its_iha_from_the_weights_is_the_packages(iha_case, params):
-    """benchmarks/recheck_scores.py's IHA and SIF: its own Hessian of the target's weights
+    """benchmarks/recheck_iha.py's IHA and SIF: its own Hessian of the target's weights
     (torch.func) and Eq. 8, against the package's fit and scores."""
-    import recheck_scores
 
     ctx, curvature = iha_case
     params = dict(params)
     attack = params.pop("attack", "iha")
     theirs = get_attack(attack).fn(ctx, **params)
-    known = (recheck_scores.known_records(ctx.target_mask, ctx.audit, params["fraction"],
-                                          [ctx.seed, ctx.target_index])
+    known = (recheck_iha.known_records(ctx.target_mask, ctx.audit, params["fraction"],
+                                       [ctx.seed, ctx.target_index])
              if "fraction" in params else None)
-    ours = recheck_scores.iha(curvature, ctx.target_mask[ctx.audit], {"attack": attack, **params},
-                              known)
+    ours = recheck_iha.iha(curvature, ctx.target_mask[ctx.audit], {"attack": attack, **params},
+                           known)
     np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9 * np.abs(theirs).max())
 
 
 def test_its_qmia_reads_the_fit_of_the_instances_own_settings(tmp_path):
-    """benchmarks/recheck_scores.py picks the one QMIA fit whose card records the instance's
+    """benchmarks/recheck_inputs.py picks the one QMIA fit whose card records the instance's
     regressor settings, and its (s - mu) / sigma is the package's QMIA score."""
     import json
 
-    import recheck_scores
 
     rng = np.random.default_rng(0)
     for name, backbone in (("qmia-a", {"arch": "lenet"}), ("qmia-b", {"arch": "mlp"})):
@@ -225,16 +267,16 @@ def test_its_qmia_reads_the_fit_of_the_instances_own_settings(tmp_path):
         np.savez(tmp_path / "fits" / name / "0.npz", mu=rng.normal(size=30),
                  sigma=rng.uniform(0.5, 2, 30), taus=np.linspace(0, 1, 5))
     entry = {"attack": "qmia", "backbone": {"arch": "mlp"}, "label": "QMIA"}
-    fit, _ = recheck_scores.fit_of(tmp_path, "qmia", recheck_scores.QMIA_FIT_KEYS, entry, 0)
+    fit, _ = recheck_inputs.fit_of(tmp_path, "qmia", recheck_reference.QMIA_FIT_KEYS, entry, 0)
     np.testing.assert_array_equal(fit["mu"], np.load(tmp_path / "fits/qmia-b/0.npz")["mu"])
     with pytest.raises(SystemExit, match="0 qmia fits"):
-        recheck_scores.fit_of(tmp_path, "qmia", recheck_scores.QMIA_FIT_KEYS,
+        recheck_inputs.fit_of(tmp_path, "qmia", recheck_reference.QMIA_FIT_KEYS,
                               {**entry, "trials": 3}, 0)
     ctx = overfit_context()
     audit = ctx.audit[ctx.audit < 30]
     ctx = dataclasses.replace(ctx, audit=audit, fit={**fit, "mu": np.resize(fit["mu"], 3000),
                                                      "sigma": np.resize(fit["sigma"], 3000)})
-    hinge = recheck_scores.statistics(ctx.target_logits, ctx.labels, True)["hinge"][0, audit]
+    hinge = recheck_inputs.statistics(ctx.target_logits, ctx.labels, True)["hinge"][0, audit]
     np.testing.assert_allclose((hinge - fit["mu"][audit]) / fit["sigma"][audit],
                                get_attack("qmia").fn(ctx), rtol=1e-12)
 
@@ -255,19 +297,18 @@ def bmia_case():
 
 @pytest.mark.parametrize("structure", ["kron", "diag", "full"])
 def test_its_bmia_posterior_is_the_packages(bmia_case, structure):
-    """benchmarks/recheck_scores.py's own last-layer posterior: the same evidence-maximising
+    """benchmarks/recheck_drawn.py's own last-layer posterior: the same evidence-maximising
     prior precision as the package's fit and the same predictive covariance of the logits (its
     noise applied to the unit vectors gives a square root of it)."""
-    import recheck_scores
 
     from miarepro import lastlayer
 
     features, labels, weight, bias, audit, *_ = bmia_case
     package = lastlayer.fit(features, labels, weight, bias, structure, "marglik")
-    delta, noise, _ = recheck_scores.bmia_posterior(features, labels, weight, bias, structure, None)
+    delta, noise, _ = recheck_drawn.bmia_posterior(features, labels, weight, bias, structure, None)
     assert delta == pytest.approx(package.prior_precision, rel=1e-5)
-    _, noise, _ = recheck_scores.bmia_posterior(features, labels, weight, bias, structure,
-                                                package.prior_precision)
+    _, noise, _ = recheck_drawn.bmia_posterior(features, labels, weight, bias, structure,
+                                               package.prior_precision)
     units = np.broadcast_to(np.eye(4), (len(audit), 4, 4))
     root = noise(audit)(slice(None), units)  # rows: the images of the unit vectors
     np.testing.assert_allclose(np.swapaxes(root, 1, 2) @ root, package.covariance(audit),
@@ -279,14 +320,13 @@ def test_its_bmia_weight_draws_give_the_packages_predictive(bmia_case, structure
     """The MC predictive's draws of the last layer, shared by every record: at any record's
     features they give the package's predictive covariance of the logits (40,000 draws, to
     their sampling error)."""
-    import recheck_scores
 
     from miarepro import lastlayer
 
     features, labels, weight, bias, audit, *_ = bmia_case
     package = lastlayer.fit(features, labels, weight, bias, structure, "marglik")
-    *_, weights = recheck_scores.bmia_posterior(features, labels, weight, bias, structure,
-                                                package.prior_precision)
+    *_, weights = recheck_drawn.bmia_posterior(features, labels, weight, bias, structure,
+                                               package.prior_precision)
     dw, db = weights(np.random.default_rng(2), 40_000)
     deviation = np.einsum("scd,rd->rsc", dw, audit[:3]) + db[None]
     empirical = np.einsum("rsc,rse->rce", deviation, deviation) / len(dw)
@@ -300,7 +340,6 @@ def test_its_bmia_redraws_tell_the_packages_draws_from_a_wrong_posterior(bmia_ca
     """The package's BMIA scores (its own sampler and t statistic) lie within the recheck's
     redraws; scores from a posterior whose spread is 10% too wide, or from N = 90 draws for
     100, do not."""
-    import recheck_scores
 
     from miarepro import lastlayer, signals
     from miarepro.attacks.bmia import t_statistic
@@ -308,8 +347,8 @@ def test_its_bmia_redraws_tell_the_packages_draws_from_a_wrong_posterior(bmia_ca
     features, labels, weight, bias, audit, audit_labels, member = bmia_case
     posterior = lastlayer.fit(features, labels, weight, bias, "kron", "marglik")
     target = signals.hinge(posterior.mean(audit), audit_labels) + 0.3 * member
-    _, noise, _ = recheck_scores.bmia_posterior(features, labels, weight, bias, "kron",
-                                                posterior.prior_precision)
+    _, noise, _ = recheck_drawn.bmia_posterior(features, labels, weight, bias, "kron",
+                                               posterior.prior_precision)
 
     def package_scores(n_samples, spread=1.0, seed=5):
         draws = posterior.sample_logits(audit, n_samples, np.random.default_rng(seed))
@@ -318,14 +357,14 @@ def test_its_bmia_redraws_tell_the_packages_draws_from_a_wrong_posterior(bmia_ca
         hinges = signals.hinge(np.swapaxes(draws, 0, 1), audit_labels).T
         return t_statistic(target[:, None] - hinges)
 
-    redraws = recheck_scores.bmia_redraws(target, posterior.mean(audit), noise(audit),
-                                          audit_labels, 100, [1])
-    assert recheck_scores.consistent(member, package_scores(100), redraws) <= (
-        recheck_scores.WITHIN)
-    assert recheck_scores.consistent(member, package_scores(100, 1.1), redraws) > (
-        recheck_scores.WITHIN)
-    assert recheck_scores.consistent(member, package_scores(90), redraws) > (
-        recheck_scores.WITHIN)
+    redraws = recheck_drawn.bmia_redraws(target, posterior.mean(audit), noise(audit),
+                                         audit_labels, 100, [1])
+    assert recheck_drawn.consistent(member, package_scores(100), redraws) <= (
+        recheck_drawn.WITHIN)
+    assert recheck_drawn.consistent(member, package_scores(100, 1.1), redraws) > (
+        recheck_drawn.WITHIN)
+    assert recheck_drawn.consistent(member, package_scores(90), redraws) > (
+        recheck_drawn.WITHIN)
 
 
 def test_its_subpop_networks_are_the_packages():
@@ -333,7 +372,6 @@ def test_its_subpop_networks_are_the_packages():
     input of its last layer) and logits, with LeakyReLU, the black-box BiGAN's own encoder,
     and the BiGAN generator's records from latents (its standardisation, dense layers and
     sigmoid), as the package's modules give them."""
-    import recheck_scores
     import torch
 
     from miarepro import bigan, models
@@ -343,8 +381,8 @@ def test_its_subpop_networks_are_the_packages():
     victim = models.mlp((1, 6, 6), 5, [16, 8], activation="leaky_relu").double().eval()
     x = torch.randn(40, 1, 6, 6, dtype=torch.float64)
     state = {k: v.numpy() for k, v in victim.state_dict().items()}
-    h, logits = recheck_scores.dense_forward(recheck_scores.layers_of(state), x.numpy(),
-                                             "leaky_relu")
+    h, logits = recheck_networks.dense_forward(recheck_networks.layers_of(state), x.numpy(),
+                                               "leaky_relu")
     with torch.no_grad():
         np.testing.assert_allclose(h, victim_latent(victim)(x).numpy(), rtol=1e-12)
         np.testing.assert_allclose(logits, victim(x).numpy(), rtol=1e-12)
@@ -358,11 +396,11 @@ def test_its_subpop_networks_are_the_packages():
                                                             ("encoder", encoder))
               for k, v in module.state_dict().items()}}
     with torch.no_grad():
-        np.testing.assert_allclose(recheck_scores.encoder(fit)(x.numpy()), encoder(x).numpy(),
+        np.testing.assert_allclose(recheck_networks.encoder(fit)(x.numpy()), encoder(x).numpy(),
                                    rtol=1e-12)
     z = torch.randn(30, 8, dtype=torch.float64)
-    pixels = recheck_scores.dense_forward(
-        recheck_scores.layers_of(fit, "generator.body."),
+    pixels = recheck_networks.dense_forward(
+        recheck_networks.layers_of(fit, "generator.body."),
         (z.numpy() - fit["generator.standardise.mean"]) / fit["generator.standardise.scale"],
         "gan")[1]
     with torch.no_grad():
@@ -374,7 +412,6 @@ def test_its_convolutional_subpop_networks_are_the_packages():
     """The same for the convolutional study: classic LeNet's latent (its 84-unit layer) and
     logits, and the convolutional generator's records, cropped from the centre of its grid
     (16x16 here, for 12x12 images), as the package's modules give them."""
-    import recheck_scores
     import torch
 
     from miarepro import bigan, models
@@ -383,8 +420,8 @@ def test_its_convolutional_subpop_networks_are_the_packages():
     torch.manual_seed(1)
     victim = models.lenet((1, 12, 12), 5).double().eval()
     x = torch.rand(20, 1, 12, 12, dtype=torch.float64)
-    forward = recheck_scores.victim({"architecture": {"arch": "lenet"}},
-                                    {k: v.numpy() for k, v in victim.state_dict().items()})
+    forward = recheck_networks.victim({"architecture": {"arch": "lenet"}},
+                                      {k: v.numpy() for k, v in victim.state_dict().items()})
     h, logits = forward(x.numpy())
     with torch.no_grad():
         np.testing.assert_allclose(h, victim_latent(victim)(x).numpy(), rtol=1e-12)
@@ -398,14 +435,13 @@ def test_its_convolutional_subpop_networks_are_the_packages():
            **{f"generator.{k}": v.numpy() for k, v in generator.state_dict().items()}}
     z = np.random.default_rng(0).random((30, 84)) * 3
     with torch.no_grad():
-        np.testing.assert_allclose(recheck_scores.generator(fit)(z), generator(
+        np.testing.assert_allclose(recheck_networks.generator(fit)(z), generator(
             torch.as_tensor(z, dtype=torch.float32)).numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_its_omniscient_attack_is_the_packages():
     """Theorem 1 as the score recheck writes it, from scipy's normal log-densities, equals the
     package's closed form; a class the training set lacks keeps its true mean (score 0)."""
-    import recheck_scores
 
     from miarepro.attacks.stolen_memories import omniscient_logits
 
@@ -417,11 +453,11 @@ def test_its_omniscient_attack_is_the_packages():
     seen = np.array([x[train][labels[train] == c].mean(0) if (labels[train] == c).any()
                      else means[c] for c in range(3)])
     np.testing.assert_allclose(
-        recheck_scores.omniscient(x, labels, train, audit,
-                                  {"means": means.tolist(), "variances": variances.tolist()}),
+        recheck_reference.omniscient(x, labels, train, audit,
+                                     {"means": means.tolist(), "variances": variances.tolist()}),
         omniscient_logits(x[audit], labels[audit], means, variances, seen), atol=1e-12)
     unseen = np.where(np.arange(80) < 40, labels, 2)  # the records after training: class 2
-    assert recheck_scores.omniscient(x, unseen, train, np.arange(40, 80), {
+    assert recheck_reference.omniscient(x, unseen, train, np.arange(40, 80), {
         "means": means.tolist(), "variances": variances.tolist()}) == pytest.approx(0.0)
 
 
@@ -430,15 +466,14 @@ def test_its_draw_check_holds_for_tied_scores_and_tells_a_shift():
     check breaks ties at random, keeping each record's rank uniform, and floors the spread of
     the median and range at one step. A file drawn like the redraws passes; one whose
     per-record chance is 0.03 higher does not."""
-    import recheck_scores
 
     rng = np.random.default_rng(3)
     chance = rng.uniform(0.2, 0.8, 3000)
     member = np.arange(3000) < 1500
     draw = lambda shift: rng.binomial(30, np.clip(chance + shift, 0, 1)) / 30  # noqa: E731
-    redraws = np.array([draw(0.0) for _ in range(recheck_scores.REDRAWS)])
-    assert recheck_scores.consistent(member, draw(0.0), redraws) <= recheck_scores.WITHIN
-    assert recheck_scores.consistent(member, draw(0.03), redraws) > recheck_scores.WITHIN
+    redraws = np.array([draw(0.0) for _ in range(recheck_drawn.REDRAWS)])
+    assert recheck_drawn.consistent(member, draw(0.0), redraws) <= recheck_drawn.WITHIN
+    assert recheck_drawn.consistent(member, draw(0.03), redraws) > recheck_drawn.WITHIN
 
 
 def test_its_draw_check_of_shared_draws_reads_each_draw_whole():
@@ -447,7 +482,6 @@ def test_its_draw_check_of_shared_draws_reads_each_draw_whole():
     histogram misfires even on a file drawn like the redraws. With ``shared``, each draw's
     mean distance from the others' mean replaces it: such a file passes, one whose
     per-record noise is twice the redraws' does not."""
-    import recheck_scores
 
     rng = np.random.default_rng(4)
     base, member = rng.normal(size=500), np.arange(500) < 250
@@ -455,13 +489,13 @@ def test_its_draw_check_of_shared_draws_reads_each_draw_whole():
     def draw(noise: float) -> np.ndarray:
         return base + rng.normal() + noise * rng.normal(size=500)
 
-    redraws = np.array([draw(0.3) for _ in range(recheck_scores.REDRAWS)])
+    redraws = np.array([draw(0.3) for _ in range(recheck_drawn.REDRAWS)])
     file = draw(0.3)
-    assert recheck_scores.consistent(member, file, redraws) > recheck_scores.WITHIN
-    assert recheck_scores.consistent(member, file, redraws, shared=True) <= (
-        recheck_scores.WITHIN)
-    assert recheck_scores.consistent(member, draw(0.6), redraws, shared=True) > (
-        recheck_scores.WITHIN)
+    assert recheck_drawn.consistent(member, file, redraws) > recheck_drawn.WITHIN
+    assert recheck_drawn.consistent(member, file, redraws, shared=True) <= (
+        recheck_drawn.WITHIN)
+    assert recheck_drawn.consistent(member, draw(0.6), redraws, shared=True) > (
+        recheck_drawn.WITHIN)
 
 
 def test_its_bayes_wb_proxies_follow_the_recipe_and_its_test_is_the_packages():
@@ -471,7 +505,6 @@ def test_its_bayes_wb_proxies_follow_the_recipe_and_its_test_is_the_packages():
     the package's local linear models is the target's logit of the record's class minus the
     proxies' mean: exactly for a linear top, to the integral's midpoint rule for a ReLU
     network below it (the efficiency of internal influence)."""
-    import recheck_scores
     import torch
 
     from miarepro.attacks.stolen_memories import _bayes_logit, _pairs
@@ -480,8 +513,8 @@ def test_its_bayes_wb_proxies_follow_the_recipe_and_its_test_is_the_packages():
     x, y = rng.normal(size=(40, 6)), rng.integers(0, 3, 40)
     subsets = np.stack([np.arange(0, 20), np.arange(20, 40)])
     recipe = {"lr": 0.5, "momentum": 0.0, "epochs": 1, "batch_size": 20}
-    [(w0, b0)] = recheck_scores.train_proxies(x, y, subsets, {**recipe, "epochs": 0}, [6, 3], 7)
-    [(w1, b1)] = recheck_scores.train_proxies(x, y, subsets, recipe, [6, 3], 7)
+    [(w0, b0)] = recheck_drawn.train_proxies(x, y, subsets, {**recipe, "epochs": 0}, [6, 3], 7)
+    [(w1, b1)] = recheck_drawn.train_proxies(x, y, subsets, recipe, [6, 3], 7)
     for k, rows in enumerate(subsets):
         logits = x[rows] @ w0[k].T + b0[k]
         error = (np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
@@ -512,15 +545,14 @@ def test_its_leave_one_out_models_are_the_packages(spec):
     """The recheck's leave-one-out records (target 0's members and non-members alternating)
     and each leave-one-out model's training set, rebuilt from the split alone, are the
     package's."""
-    import recheck_scores
 
     from miarepro import splits
 
     split = splits.make_split(600, spec)
-    np.testing.assert_array_equal(recheck_scores.loo_records(split, 12),
+    np.testing.assert_array_equal(recheck_inputs.loo_records(split, 12),
                                   splits.loo_records(split, 12))
     for index in (0, 5, 11, 2 * splits.STRIDE + 7):
-        np.testing.assert_array_equal(recheck_scores.trained_on(split, "loo", index),
+        np.testing.assert_array_equal(recheck_inputs.trained_on(split, "loo", index),
                                       splits.training_indices(split, "loo", index))
 
 
@@ -530,17 +562,16 @@ def test_its_leave_one_out_models_are_the_packages(spec):
 def test_its_leave_one_out_attacks_are_the_packages(family, params):
     """The L-attack and LiRA-L from each audited record's own leave-one-out models (the
     recheck's Attack-R and offline LiRA with every model OUT), on an overfit target."""
-    import recheck_scores
 
     ctx = loo_context()
-    target = recheck_scores.statistics(ctx.target_logits, ctx.labels, True)["loss"][:, ctx.audit]
+    target = recheck_inputs.statistics(ctx.target_logits, ctx.labels, True)["loss"][:, ctx.audit]
     models = ctx.loo_logits.shape[1]  # (records, models, queries, classes)
-    loo = np.stack([recheck_scores.statistics(np.swapaxes(ctx.loo_logits[r], 0, 1),
+    loo = np.stack([recheck_inputs.statistics(np.swapaxes(ctx.loo_logits[r], 0, 1),
                                               np.repeat(ctx.labels[record], models), True)["loss"]
                     for r, record in enumerate(ctx.audit)], axis=-1).transpose(1, 0, 2)
     inside = np.zeros((loo.shape[0], loo.shape[-1]), dtype=bool)
-    ours = (recheck_scores.attack_r(target, loo, inside) if family == "l_attack" else
-            recheck_scores.lira(target, loo, inside, "offline", params["variance"]))
+    ours = (recheck_reference.attack_r(target, loo, inside) if family == "l_attack" else
+            recheck_reference.lira(target, loo, inside, "offline", params["variance"]))
     np.testing.assert_allclose(ours, get_attack(family).fn(ctx, **params), rtol=1e-6, atol=1e-9)
 
 
@@ -548,7 +579,6 @@ def test_its_quantile_head_score_is_the_packages():
     """QMIA with a head of quantiles: the level the hinge reaches among its record's sorted
     quantiles, interpolated, with logarithmic tails below the first and above the last, and
     tied quantiles, as the package scores it."""
-    import recheck_scores
 
     from miarepro import quantile
 
@@ -557,14 +587,13 @@ def test_its_quantile_head_score_is_the_packages():
     quantiles[:50, 3] = quantiles[:50, 4]  # ties between levels
     score = rng.normal(scale=2.0, size=500)
     score[50:60] = quantiles[50:60, 5]  # exactly on a level
-    np.testing.assert_allclose(recheck_scores.exceedance(score, quantiles),
+    np.testing.assert_allclose(recheck_reference.exceedance(score, quantiles),
                                quantile.exceedance_score(score, quantiles), rtol=1e-12)
 
 
 def test_all_lists_every_score_file_the_config_names(tmp_path):
     """``--all``: every score file of a run whose study (or replicate of one) and attack the
     config names, and nothing else."""
-    import recheck_scores
 
     for path in ("s/scores/a.parquet", "s/scores/stale.parquet", "s-r1/scores/a.parquet",
                  "s-r1/scores/b.parquet", "other/scores/a.parquet"):

@@ -1,0 +1,415 @@
+"""The attacks that draw at random, drawn anew with this script's own seed and checked as a
+draw (:func:`consistent`): BMIA, Subpop, MERLIN and Stolen Memories' bayes-wb.
+
+:data:`REDRAWS` draws of the same scores, on each of BMIA's first :data:`BMIA_TARGETS` targets.
+For BMIA the reference model and its training records come from the fit's card (their hashes
+checked), its penultimate features and last layer from the fit (checked against the logits the
+model saved), and Liu et al.'s last-layer Laplace posterior is formed here (the GGN, KFAC,
+diagonal or full, and the prior precision that maximises the evidence, a validation-tuned one
+read from the card; ``delta_rel``: its relative difference from the fit's). For Subpop the
+target is rebuilt from its saved weights (an MLP, or LeNet) with the BiGAN's generator, and
+the black-box one's encoder, from the fit (:mod:`recheck_networks`); its natural
+subpopulations are deterministic, checked exactly. MERLIN runs that victim on Gaussian
+perturbations of each record at the scale its fit chose. On a LeNet victim the drawn attacks
+score :data:`CONV_RECORDS` of each target's audited records. Stolen Memories' bayes-wb at any
+layer of an MLP target (:func:`bayes_wb`): a redraw trains as many proxies as the fit, by the
+study's recipe, with code of this script's own; as the proxies serve every record at once,
+the draw check reads each draw whole (``shared`` in :func:`consistent`), as it does BMIA's MC
+weights. Below the top layer the test is the target's logit minus the proxies' mean, by the
+efficiency of internal influence.
+
+Controls (redraws under a wrong setting against the file, in standard deviations):
+
+- bmia-mnist's KFAC instance: a posterior 2% too wide 4.9, N = 95 for 100 9.0, the diagonal
+  posterior 103;
+- bmia-mnist's MC predictive: GLM redraws against the MC file 7.2, but MC redraws against the
+  GLM file 1.3 and N = 90 for 100 2.8 (MC draws vary much more from one to the next);
+- subpop-mnist: beta 0.045 or 0.06 for 0.05, 6.8 and 13.7 (black-box: 5.8 and 7.6); MERLIN's
+  scale 0.8 or 1.2 times its fit's, 11.3 and 9.7;
+- subpop-mnist-lenet (500 records): beta 0.025 or 0.1, 29.5 and 17.8, but 0.045 or 0.06 only
+  3.5 and 4.5; the generator's image cropped from its grid's corner, not its centre, 66,000;
+  MERLIN's scale 0.8 or 1.2 times, 1.4 and 1.5 (MERLIN is at chance on this victim: its
+  fractions hardly depend on the scale);
+- bayes-wb on sm-synthetic-100 (10 targets): proxies on twice or 0.8 times the target's
+  training-set size 563 and 13.9, 5 or 20 proxies for 10 5.5 and 6.1, a learning rate of 0.05
+  for 0.1 15.1, weight decay 1e-3 for 1e-4 19.5, but 50 epochs for 100 only 2.9 (on sm-bcw:
+  197, 2.0 for 5 proxies, 12.7 and 3.7).
+
+Its meta models, its attacks on LeNet and general-wb, which train shadow models and
+displacements, are checked against hand computations in ``tests/``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from recheck_claims import rank_auc, rates_at  # benchmarks/recheck_claims.py: this folder
+from recheck_inputs import RECIPE, NotRechecked, checked_mask, fit_of, partition, statistics
+from recheck_networks import cross_entropy, encoder, generator, layers_of, saved_logits, victim
+from scipy import optimize, special, stats
+
+# --- BMIA: the reference model's last-layer Laplace posterior, drawn anew -------------------
+#: BMIA's check: redraws of each of its first targets, and how far from them (in standard
+#: deviations, t with 19 degrees of freedom: 1e-4 beyond 5 each) a score file may lie
+BMIA_FIT_KEYS, REDRAWS, BMIA_TARGETS, WITHIN = ("hessian", "prior"), 20, 3, 5.0
+BMIA_FIT_DEFAULTS = {"hessian": "kron", "prior": "marglik"}  # Liu et al.'s, the package's
+SEED = 20240917  # the recheck's own draws: unrelated to the workflow's seeds
+
+
+def bmia_posterior(features: np.ndarray, labels: np.ndarray, weight: np.ndarray,
+                   bias: np.ndarray, structure: str, prior: float | None
+                   ) -> tuple[float, Callable[[np.ndarray], Callable], Callable]:
+    """Liu et al.'s posterior over the last layer ``(W, b)`` of the reference model, from its
+    training records' penultimate ``features``: precision = the cross-entropy's GGN (KFAC: G x
+    A with G = the summed softmax covariances, A = the mean of phi phi^T, and G for the bias;
+    diagonal; or full) + ``delta I``. ``delta`` maximises the Laplace evidence where ``prior``
+    is None (App. C.3), else is ``prior``. Returns delta and ``noise(phi)``: for the records at
+    ``phi``, ``(rows, z)`` -> standard normal ``z`` (rows, N, C) made those rows' predictive
+    logits' deviations from their mean; and ``weights(rng, N)``: ``N`` draws of the deviation
+    of ``(W, b)`` from the mode, shared by every record (the MC predictive; KFAC or
+    diagonal)."""
+    z = features @ weight.T + bias
+    p = special.softmax(z, axis=1)
+    n, d = features.shape
+    c = len(bias)
+    if structure == "kron":
+        g, q_out = np.linalg.eigh(np.diag(p.sum(0)) - p.T @ p)
+        a, q_in = np.linalg.eigh(features.T @ features / n)
+        g, a = np.clip(g, 0, None), np.clip(a, 0, None)
+        eigs = np.concatenate([np.outer(g, a).ravel(), g])
+    elif structure == "diag":
+        curvature = p * (1 - p)
+        eigs = np.concatenate([(curvature.T @ features**2).ravel(), curvature.sum(0)])
+    else:  # [vec(W) row-major, b]: sum_n Lambda_n x e e^T with e = [phi, 1], reordered
+        e = np.hstack([features, np.ones((n, 1))])
+        full = np.zeros((c, d + 1, c, d + 1))
+        full[np.arange(c), :, np.arange(c), :] = np.einsum("nc,ni,nj->cij", p, e, e)
+        pe = (p[:, :, None] * e[:, None, :]).reshape(n, -1)
+        order = [k * (d + 1) + i for k in range(c) for i in range(d)] + [
+            k * (d + 1) + d for k in range(c)]
+        hessian = (full.reshape(c * (d + 1), -1) - pe.T @ pe)[np.ix_(order, order)]
+        eigs = np.linalg.eigvalsh(hessian)
+    if prior is None:  # minus the log evidence, less what does not depend on delta
+        theta2 = float((weight**2).sum() + (bias**2).sum())
+
+        def cost(log_delta: float) -> float:
+            return -(0.5 * len(eigs) * log_delta - 0.5 * np.exp(log_delta) * theta2
+                     - 0.5 * np.log(eigs + np.exp(log_delta)).sum())
+
+        grid = np.linspace(np.log(1e-6), np.log(1e6), 2001)
+        best = int(np.argmin([cost(x) for x in grid]))
+        prior = float(np.exp(optimize.minimize_scalar(
+            cost, bounds=(grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]),
+            method="bounded", options={"xatol": 1e-10}).x))
+    delta = prior
+    if structure == "full":
+        covariance = np.linalg.inv(hessian + delta * np.eye(len(hessian)))
+        ww = covariance[: c * d, : c * d].reshape(c, d, c, d)
+        wb = covariance[: c * d, c * d:].reshape(c, d, c)
+
+    def noise(phi: np.ndarray) -> Callable[[slice, np.ndarray], np.ndarray]:
+        if structure == "kron":  # along G's eigenvectors: W's share, then the bias's
+            scale = np.sqrt((phi @ q_in) ** 2 @ (1 / (np.outer(g, a) + delta)).T
+                            + 1 / (g + delta))
+            return lambda rows, normal: (normal * scale[rows, None, :]) @ q_out.T
+        if structure == "diag":  # independent classes
+            var = 1 / (eigs + delta)
+            sd = np.sqrt(phi**2 @ var[: c * d].reshape(c, d).T + var[c * d:])
+            return lambda rows, normal: normal * sd[rows, None, :]
+        cross = np.einsum("ni,cie->nce", phi, wb)
+        cov = (np.einsum("ni,cidj,nj->ncd", phi, ww, phi, optimize=True) + cross
+               + np.swapaxes(cross, 1, 2) + covariance[c * d:, c * d:][None])
+        root = np.swapaxes(np.linalg.cholesky(cov), 1, 2)
+        return lambda rows, normal: normal @ root[rows]
+
+    def weights(rng: np.random.Generator, draws: int) -> tuple[np.ndarray, np.ndarray]:
+        if structure == "kron":  # along the eigenvectors of G (classes) and A (features)
+            w = rng.standard_normal((draws, c, d)) / np.sqrt(np.outer(g, a) + delta)
+            b = rng.standard_normal((draws, c)) / np.sqrt(g + delta)
+            return q_out @ w @ q_in.T, b @ q_out.T
+        if structure == "diag":
+            sd = 1 / np.sqrt(eigs + delta)
+            return (rng.standard_normal((draws, c, d)) * sd[: c * d].reshape(c, d),
+                    rng.standard_normal((draws, c)) * sd[c * d:])
+        raise NotRechecked("BMIA's MC predictive with a full posterior")
+
+    return delta, noise, weights
+
+
+def bmia_redraws(target_hinge: np.ndarray, mean: np.ndarray, noise: Callable,
+                 labels: np.ndarray, n_samples: int, seed: list[int],
+                 weights: Callable | None = None, phi: np.ndarray | None = None) -> np.ndarray:
+    """:data:`REDRAWS` scores of Algorithm 1, each from ``n_samples`` reference logits of every
+    record drawn anew (``mean`` + :func:`bmia_posterior`'s ``noise``, float32 normals: the
+    check is statistical; or, with ``weights``, the MC predictive: ``n_samples`` draws of the
+    last layer per redraw, shared by every record at features ``phi``): the one-sided t
+    statistic of the target's hinge minus the reference hinges."""
+    rng, c = np.random.default_rng(seed), mean.shape[1]
+    step = max(1, (1 << 22) // (n_samples * c))
+    draws = np.empty((REDRAWS, len(mean)))
+    for k in range(REDRAWS):
+        shared = weights(rng, n_samples) if weights is not None else None
+        for start in range(0, len(mean), step):
+            rows = slice(start, start + step)
+            if shared is None:
+                deviation = noise(rows, rng.standard_normal((len(mean[rows]), n_samples, c),
+                                                            dtype=np.float32))
+            else:
+                deviation = np.einsum("scd,rd->rsc", shared[0], phi[rows]) + shared[1][None]
+            logits = mean[rows, None, :] + deviation
+            index = np.broadcast_to(labels[rows, None, None], (*logits.shape[:2], 1))
+            true = np.take_along_axis(logits, index, -1)[..., 0]
+            np.put_along_axis(logits, index, -np.inf, -1)
+            gap = target_hinge[rows, None] - (true - logits.max(-1))
+            draws[k, rows] = gap.mean(1) / (gap.std(1, ddof=1) / np.sqrt(n_samples))
+    return draws
+
+
+def consistent(member: np.ndarray, score: np.ndarray, redraws: np.ndarray,
+               shared: bool = False) -> float:
+    """How far a score file is from being one more draw of the recheck's ``redraws``, in their
+    standard deviations (a t with ``REDRAWS - 1`` degrees of freedom): the largest of the
+    distances of its AUC, TPR@1% and the median and interquartile range of its scores (a t
+    statistic's scale follows N and the posterior's variance, which a ranking does not show;
+    its mean and standard deviation over records follow its heavy tails at small N) from the
+    redraws', of how much less it correlates (Spearman) with each redraw than they do with
+    each other, and of its ranks among each record's redraws from uniform. A spread is
+    floored at what the statistic can resolve: one member for the TPR, one step between the
+    scores' values for the median and range (MERLIN's fractions), a relative 1e-6 for the
+    rest (redraws that all give one value).
+
+    ``shared``: one random draw serves every record (Stolen Memories' proxies, BMIA's MC
+    weights), so records' ranks are not independent and their histogram has no known spread;
+    each draw's (the file's included) mean absolute distance from the others' mean, a summary
+    per draw like the AUC, takes its place."""
+    def distance(theirs: float, ours: np.ndarray, floor: float) -> float:
+        spread = max(ours.std(ddof=1), floor, 1e-6 * abs(ours.mean()), 1e-12)
+        return abs(theirs - ours.mean()) / (spread * np.sqrt(1 + 1 / len(ours)))
+
+    def tpr(values: np.ndarray) -> float:
+        return rates_at(member, values, 0.01)[0]
+
+    def spread(values: np.ndarray) -> float:
+        return float(np.subtract(*np.percentile(values, [75, 25])))
+
+    gaps = np.diff(np.unique(redraws))  # MERLIN's fractions: 1 / T, less float rounding
+    gaps = gaps[gaps > 1e-9 * np.abs(redraws).max()]
+    step = gaps.min() if gaps.size else 0.0
+    summaries = ((lambda v: rank_auc(member, v), 0.0), (tpr, 1 / member.sum()),
+                 (np.median, step), (spread, step))
+    among = np.array([stats.spearmanr(a, b).statistic
+                      for i, a in enumerate(redraws) for b in redraws[i + 1:]])
+    with_file = np.array([stats.spearmanr(score, r).statistic for r in redraws])
+    # record by record, whatever the scores' distribution: the file's rank among each record's
+    # K redraws is uniform on 0..K (exchangeable draws; ties broken at random, as MERLIN's
+    # fractions tie), so its mean is K / 2, and the share at either end 2 / (K + 1) (fewer:
+    # the file's spread is narrower than the redraws')
+    k, n, ends = len(redraws), len(score), 2 / (len(redraws) + 1)
+    if shared:
+        draws = np.vstack([score[None], redraws])
+        deviation = np.array([np.abs(d - np.delete(draws, j, 0).mean(0)).mean()
+                              for j, d in enumerate(draws)])
+        records = [distance(deviation[0], deviation[1:], 0.0)]
+    else:
+        rank = (redraws < score).sum(axis=0) + np.random.default_rng(SEED).integers(
+            0, (redraws == score).sum(axis=0) + 1)
+        records = [abs(rank.mean() - k / 2) / np.sqrt(((k + 1) ** 2 - 1) / 12 / n),
+                   abs(np.isin(rank, (0, k)).mean() - ends) / np.sqrt(ends * (1 - ends) / n)]
+    return max(*(distance(f(score), np.array([f(r) for r in redraws]), floor)
+                 for f, floor in summaries),
+               max(0.0, among.mean() - with_file.mean()) / max(among.std(ddof=1), 1e-6),
+               *records)
+
+
+def bmia(home: Path, models: Path, split: dict, labels: np.ndarray, entry: dict, t: int,
+         audit: np.ndarray, rows: dict) -> np.ndarray:
+    """BMIA's scores of target ``t`` drawn :data:`REDRAWS` times afresh: the reference model
+    (in ``models``, its own study's or a ``reference_study``'s, whose fit it is) and its
+    training records from the fit's card (membership checked against the model's),
+    its penultimate features and last layer from the fit (checked against the logits the model
+    saved), the posterior and its prior precision computed here (``rows["delta"]``: the relative
+    difference from the fit's; a validation-tuned one is taken from the card)."""
+    fit, card = fit_of(models.parent, "bmia", BMIA_FIT_KEYS, entry, t,  # the references' study
+                       BMIA_FIT_DEFAULTS)
+    info, reference = card["info"], card["info"]["reference_model"]
+    train = checked_mask(split, models, "reference", reference)
+    features, weight, bias = (fit[key].astype(np.float64) for key in ("features", "weight", "bias"))
+    saved = np.load(models / "reference" / f"{reference}.npy")[0]
+    if np.abs(features @ weight.T + bias - saved).max() > 1e-4 * np.abs(saved).max():
+        raise SystemExit(f"{home.name}: BMIA's features are not reference {reference}'s")
+    delta, noise, weights = bmia_posterior(
+        features[train], labels[train], weight, bias, info["hessian"],
+        None if info["prior"] == "marglik" else info["prior_precision"])
+    rows["delta"].append(abs(delta / info["prior_precision"] - 1))
+    target = np.load(home / "models" / "target" / f"{t}.npy")
+    hinge = statistics(target, labels, False)["hinge"][:, audit].mean(axis=0)
+    phi = features[audit]
+    mc = entry.get("predictive", "glm") == "mc"
+    return bmia_redraws(hinge, phi @ weight.T + bias, noise(phi), labels[audit],
+                        entry.get("n_samples", 100), [SEED, t], weights if mc else None, phi)
+
+
+# --- Subpop (Rezaei et al.): Eq. 3 against records like each audited one --------------------
+MERLIN_FIT_KEYS = ("trials", "noise_samples", "sigma_range", "records")
+SUBPOP_FIT_KEYS = ("networks", "generator_widths", "discriminator_widths", "epochs",
+                   "gan_epochs", "batch_size", "lr", "cosine_weight", "attempts",
+                   "min_class_kept", "latent")
+#: a convolutional victim's drawn attacks score this many of each target's audited records
+#: (evenly spaced): its crafted records take about 0.7 ms each, 30 per record, 20 redraws
+REDRAWN_ON_A_SAMPLE, CONV_RECORDS = ("subpop", "subpop_blackbox", "subpop_inverse",
+                                     "merlin"), 500
+
+
+def subpop(home: Path, data: dict, split: dict, entry: dict, t: int, audit: np.ndarray
+           ) -> np.ndarray:
+    """Subpop's scores of target ``t`` (Eq. 3: the mean loss of ``K`` records like the
+    audited one, all with its label, minus its own), recomputed from the target's saved
+    weights (:func:`victim`, its logits checked against those it saved): ``subpop_natural``
+    once (its ``K`` nearest records of its class among the attacker's, cosine of the latent
+    ``h``; the losses from the logits the target saved); ``subpop_inverse`` and ``subpop``
+    :data:`REDRAWS` times with noisy latents ``z (1 + beta eps)`` of the record's ``z = h(x)``,
+    decoded by the victim's last layer itself or by the fit's generator (:func:`generator`),
+    then run through the victim; ``subpop_blackbox`` the same from its BiGAN's own encoder's
+    latents (:func:`encoder`). MERLIN on the same victim, as many times: the share of ``T``
+    Gaussian perturbations of the record, at the scale its fit chose, that raise its loss."""
+    import torch
+
+    card = json.loads((home / "models" / "target" / f"{t}.json").read_text())
+    state = torch.load(home / "models" / "target" / f"{t}.pt", weights_only=True)
+    forward, last = victim(card, state), layers_of(state)[-1]
+    x, y = data["X"], data["y"]
+    z, logits = forward(x[audit])
+    saved = saved_logits(home, t, logits, audit)
+    own = cross_entropy(saved[audit], y[audit])
+    samples, kind = entry.get("samples", 30), entry["attack"]
+    beta, rng = entry.get("beta", 0.05), np.random.default_rng([SEED, t, 5])
+    if kind == "merlin":  # the share of Gaussian perturbations of x that raise its loss
+        fit, _ = fit_of(home, "merlin", MERLIN_FIT_KEYS, entry, t)
+        sigma, samples = float(fit["sigma"]), int(fit["noise_samples"])
+        clean = cross_entropy(logits, y[audit])
+        redraws = np.zeros((REDRAWS, len(audit)))
+        for k, _ in itertools.product(range(REDRAWS), range(samples)):
+            noisy = x[audit] + sigma * rng.standard_normal(x[audit].shape)
+            redraws[k] += cross_entropy(forward(noisy)[1], y[audit]) > clean
+        return redraws / samples
+    if kind == "subpop_natural":
+        pool = split["population"]
+        unit = lambda v: v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)  # noqa: E731
+        latents = unit(forward(x[pool])[0])
+        crafted = np.empty((len(audit), samples))
+        for label in np.unique(y[audit]):
+            rows, same = np.flatnonzero(y[audit] == label), np.flatnonzero(y[pool] == label)
+            nearest = np.argsort(-(unit(z[rows]) @ latents[same].T), axis=1)[:, :samples]
+            crafted[rows] = cross_entropy(saved[pool[same[nearest]]], np.full(
+                nearest.shape, label))
+        return (crafted.mean(1) - own)[None]
+    if kind in ("subpop", "subpop_blackbox"):
+        fit = fit_of(home, kind, SUBPOP_FIT_KEYS, entry, t)[0]
+        decode = generator(fit)
+        if kind == "subpop_blackbox":  # the BiGAN's own encoder in h's place
+            z = encoder(fit)(x[audit])
+    redraws, step = np.empty((REDRAWS, len(audit))), max(1, 8192 // samples)
+    for k, start in itertools.product(range(REDRAWS), range(0, len(audit), step)):
+        rows = slice(start, start + step)
+        latents = z[rows, None, :] * (1 + beta * rng.standard_normal(
+            (len(z[rows]), samples, z.shape[1])))
+        flat = latents.reshape(-1, z.shape[1])
+        outputs = (flat @ last[0].T + last[1] if kind == "subpop_inverse"
+                   else forward(decode(flat), np.float32)[1])
+        redraws[k, rows] = cross_entropy(outputs.astype(np.float64), np.repeat(
+            y[audit[rows]], samples)).reshape(
+            -1, samples).mean(1) - own[rows]
+    return redraws
+
+
+# --- Stolen Memories' bayes-wb at the top layer: its proxies trained anew ----------------------
+SM_FIT_KEYS = ("layers", "proxies", "shadows", "steps", "displacement_widths", "meta_widths",
+               "epochs", "lr", "shadow_records")
+
+
+def train_proxies(features: np.ndarray, labels: np.ndarray, subsets: np.ndarray, recipe: dict,
+                  sizes: list[int], seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``K = len(subsets)`` ReLU networks of layer ``sizes`` (inputs first, classes last; two
+    sizes: softmax regression), each trained on its own rows of ``features`` by the recipe's
+    SGD (torch's default initialisation of a linear layer; each epoch its own shuffle, the
+    last batch short; mean cross-entropy, the learning rate times ``gamma`` at each
+    milestone): per layer, ``(K, out, in)`` weights and ``(K, out)`` biases."""
+    import torch
+
+    recipe = {**RECIPE, **recipe}
+    torch.manual_seed(seed)
+    x, y = torch.as_tensor(features, dtype=torch.float32), torch.as_tensor(labels)
+    k, n = subsets.shape
+    layers = []
+    for inputs, outputs in itertools.pairwise(sizes):
+        bound = 1 / math.sqrt(inputs)
+        layers += [torch.empty(k, outputs, inputs).uniform_(-bound, bound).requires_grad_(),
+                   torch.empty(k, outputs).uniform_(-bound, bound).requires_grad_()]
+    sgd = torch.optim.SGD(layers, lr=recipe["lr"], momentum=recipe["momentum"],
+                          nesterov=recipe["nesterov"], weight_decay=recipe["weight_decay"])
+    epochs = int(recipe["epochs"])
+    schedule = torch.optim.lr_scheduler.MultiStepLR(
+        sgd, sorted({round(f * epochs) for f in recipe["milestones"]}), recipe["gamma"])
+    rows = torch.as_tensor(subsets)
+    for _ in range(epochs):
+        order = torch.gather(rows, 1, torch.rand(k, n).argsort(1))
+        for batch in order.split(int(recipe["batch_size"]), dim=1):
+            h = x[batch]
+            for i in range(0, len(layers), 2):
+                h = torch.baddbmm(layers[i + 1][:, None, :], h, layers[i].transpose(1, 2))
+                h = torch.relu(h) if i < len(layers) - 2 else h
+            loss = torch.nn.functional.cross_entropy(
+                h.transpose(1, 2), y[batch], reduction="none").mean(1).sum()
+            sgd.zero_grad()
+            loss.backward()
+            sgd.step()
+        schedule.step()
+    return [(layers[i].detach().double().numpy(), layers[i + 1].detach().double().numpy())
+            for i in range(0, len(layers), 2)]
+
+
+def bayes_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t: int,
+             audit: np.ndarray) -> np.ndarray:
+    """bayes-wb's scores of target ``t`` at its layer ``l``, :data:`REDRAWS` times. By the
+    efficiency of internal influence (Eq. 8: ``chi(z)^T z = g(z) - g(0)``), Algorithm 4's local
+    linear test ``(chi - mean chi_proxy)^T z + g(0) - mean g_proxy(0)`` is the target's logit of
+    the record's class minus the mean of its proxies' at the target's features ``z = h(x)``
+    below layer ``l``: exactly at the top layer, to the integral's midpoint rule below it.
+    Each redraw trains as many proxies of the layers from ``l`` up as the fit (its card), on
+    as many random hold-out records as the target's training set (:func:`train_proxies`, the
+    study's recipe)."""
+    import torch
+
+    card = json.loads((home / "models" / "target" / f"{t}.json").read_text())
+    state = torch.load(home / "models" / "target" / f"{t}.pt", weights_only=True)
+    layers, arch = layers_of(state), card["architecture"]
+    if (entry.get("meta") or "dp" in study["training"] or arch["arch"] != "mlp"
+            or arch.get("activation", "relu") != "relu" or arch.get("dropout")):
+        raise NotRechecked("bayes-wb's meta model, under DP-SGD, or a target other than a "
+                           "ReLU MLP without dropout")
+    x, y = data["X"], data["y"]
+    logits = victim(card, state)(x)[1]
+    saved_logits(home, t, logits, np.arange(len(x)))
+    cut = entry.get("layer", -1) % len(layers)
+    z = x.reshape(len(x), -1).astype(np.float64)
+    for weight, bias in layers[:cut]:
+        z = np.maximum(z @ weight.T + bias, 0.0)
+    info = fit_of(home, "stolen_memories", SM_FIT_KEYS, entry, t)[1]["info"]
+    proxies, size = int(info["proxies"]), int(info["proxy_size"])
+    hold_out = partition(split, t)["reference_pool"]
+    rng = np.random.default_rng([SEED, t, 0x5A])
+    subsets = np.stack([rng.choice(hold_out, size, replace=False)
+                        for _ in range(REDRAWS * proxies)])
+    sizes = [z.shape[1]] + [len(bias) for _, bias in layers[cut:]]
+    trained = train_proxies(z, y, subsets, study["training"], sizes, int(rng.integers(2**31)))
+    h = np.broadcast_to(z[audit], (len(subsets), *z[audit].shape))
+    for k, (weight, bias) in enumerate(trained):
+        h = np.einsum("kod,knd->kno", weight, h) + bias[:, None, :]
+        h = np.maximum(h, 0.0) if k < len(trained) - 1 else h
+    proxy = h[:, np.arange(len(audit)), y[audit]]
+    return logits[audit, y[audit]] - proxy.reshape(REDRAWS, proxies, len(audit)).mean(1)
