@@ -33,8 +33,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
+from miarepro.recipes import DEFAULT_RECIPE
 from miarepro.training import (
-    DEFAULT_RECIPE,
     make_optimizer,
     make_schedule,
     per_sample_loss,

@@ -22,14 +22,9 @@ from torch import nn
 
 from miarepro import privacy
 from miarepro.models import build_model, stacking_obstacle
+from miarepro.recipes import DEFAULT_RECIPE
 
 log = logging.getLogger(__name__)
-
-DEFAULT_RECIPE: dict[str, Any] = {
-    "optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": False, "weight_decay": 0.0,
-    "epochs": 10, "batch_size": 128, "milestones": [], "gamma": 0.1, "loss": "cross_entropy",
-    "augment": [],
-}
 
 
 @dataclass

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -77,6 +80,52 @@ def _with_fit(ctx, solver="exact"):
 def tiny():
     """A 6-4-3 MLP (43 parameters) on 40 records, 20 of them its training set."""
     return _with_fit(_case(40, 20, [4], epochs=40))
+
+
+SCORE_WITHOUT_TORCH = """
+import json, sys
+import numpy as np
+from miarepro.attacks import AttackContext, get_attack
+
+folder = sys.argv[1]
+saved = dict(np.load(folder + "/case.npz"))
+recipe = json.load(open(folder + "/recipe.json"))
+
+
+class Study:  # what the exact solver asks of the study: no model
+    def recipe(self):
+        return dict(recipe)
+
+    def training_indices(self, role, index):
+        return saved["train"]
+
+
+empty = np.empty(0, dtype=np.int64)
+n = len(saved["labels"])
+ctx = AttackContext(labels=saved["labels"], audit=np.arange(n), population=empty,
+                    validation=empty, target_logits=np.zeros((1, n, 3), np.float32),
+                    target_mask=saved["mask"], reference_logits=np.zeros((0, 1, n, 3)),
+                    reference_masks=np.zeros((0, n), bool), reference_pool=empty,
+                    fit={k[4:]: v for k, v in saved.items() if k.startswith("fit.")},
+                    study=Study())
+scores = {name: get_attack(name).fn(ctx) for name in ("iha", "sif")}
+assert "torch" not in sys.modules, "exact scoring imported torch"
+np.savez(folder + "/scores.npz", **scores)
+"""
+
+
+def test_exact_scoring_needs_neither_torch_nor_the_eigenvectors(tiny, tmp_path):
+    """The exact fit holds every projection scoring reads (the audited records' gradients and
+    the full-data gradient in the eigenbasis): IHA and SIF score, in a process that never
+    imports torch, from the fit without its eigenvectors, what they score from all of it."""
+    fit = {f"fit.{key}": value for key, value in tiny.fit.items() if key != "eigenvectors"}
+    np.savez(tmp_path / "case.npz", labels=tiny.labels, mask=tiny.target_mask,
+             train=tiny.study.train, **fit)
+    (tmp_path / "recipe.json").write_text(json.dumps(tiny.study.recipe()))
+    subprocess.run([sys.executable, "-c", SCORE_WITHOUT_TORCH, str(tmp_path)], check=True)
+    alone = np.load(tmp_path / "scores.npz")
+    for name in ("iha", "sif"):
+        np.testing.assert_array_equal(alone[name], get_attack(name).fn(tiny))
 
 
 def _direct(ctx, eps):
