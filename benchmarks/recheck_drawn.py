@@ -35,8 +35,9 @@ Controls (redraws under a wrong setting against the file, in standard deviations
   for 0.1 15.1, weight decay 1e-3 for 1e-4 19.5, but 50 epochs for 100 only 2.9 (on sm-bcw:
   197, 2.0 for 5 proxies, 12.7 and 3.7).
 
-Its meta models, its attacks on LeNet and general-wb, which train shadow models and
-displacements, are checked against hand computations in ``tests/``.
+bayes-wb's meta model is checked exactly on the layers' scores (:func:`bayes_wb_meta`); its
+training on shadow models, bayes-wb's layers of a LeNet and general-wb, which train shadow
+models and displacements, are checked against hand computations in ``tests/``.
 """
 
 from __future__ import annotations
@@ -50,7 +51,15 @@ from pathlib import Path
 import numpy as np
 from recheck_claims import rank_auc, rates_at  # benchmarks/recheck_claims.py: this folder
 from recheck_inputs import RECIPE, NotRechecked, checked_mask, fit_of, partition, statistics
-from recheck_networks import cross_entropy, encoder, generator, layers_of, saved_logits, victim
+from recheck_networks import (
+    cross_entropy,
+    dense_forward,
+    encoder,
+    generator,
+    layers_of,
+    saved_logits,
+    victim,
+)
 from scipy import optimize, special, stats
 
 # --- BMIA: the reference model's last-layer Laplace posterior, drawn anew -------------------
@@ -388,10 +397,10 @@ def bayes_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t: i
     card = json.loads((home / "models" / "target" / f"{t}.json").read_text())
     state = torch.load(home / "models" / "target" / f"{t}.pt", weights_only=True)
     layers, arch = layers_of(state), card["architecture"]
-    if (entry.get("meta") or "dp" in study["training"] or arch["arch"] != "mlp"
+    if ("dp" in study["training"] or arch["arch"] != "mlp"
             or arch.get("activation", "relu") != "relu" or arch.get("dropout")):
-        raise NotRechecked("bayes-wb's meta model, under DP-SGD, or a target other than a "
-                           "ReLU MLP without dropout")
+        raise NotRechecked("bayes-wb under DP-SGD, or on a target other than a ReLU MLP "
+                           "without dropout")
     x, y = data["X"], data["y"]
     logits = victim(card, state)(x)[1]
     saved_logits(home, t, logits, np.arange(len(x)))
@@ -413,3 +422,16 @@ def bayes_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t: i
         h = np.maximum(h, 0.0) if k < len(trained) - 1 else h
     proxy = h[:, np.arange(len(audit)), y[audit]]
     return logits[audit, y[audit]] - proxy.reshape(REDRAWS, proxies, len(audit)).mean(1)
+
+
+def bayes_wb_meta(home: Path, entry: dict, t: int, layers: np.ndarray) -> np.ndarray:
+    """bayes-wb's meta model (§4.2) on target ``t``'s records: the fit's saved network (16
+    ReLU units, float32 as trained) applied to ``layers`` (records, attacked layers), the
+    scores of the study's bayes-wb instance of each layer, which share its fit. It checks
+    the meta step exactly; its inputs are checked where the layers are (an MLP target's, by
+    :func:`bayes_wb`), its training on shadow models by the tests."""
+    fit, card = fit_of(home, "stolen_memories", SM_FIT_KEYS, entry, t)
+    if layers.shape[1] != len(card["info"]["layers"]):
+        raise NotRechecked(f"{layers.shape[1]} layer instances for a meta model over "
+                           f"{len(card['info']['layers'])} layers")
+    return dense_forward(layers_of(fit, "meta_model."), layers, "relu", np.float32)[1][:, 0]

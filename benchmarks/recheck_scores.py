@@ -32,9 +32,11 @@ the file's AUC, TPR@1%, median and interquartile range of scores lie within
 :data:`recheck_drawn.WITHIN` standard deviations of the redraws' (a t with 19 degrees of
 freedom: each beyond it once in 10,000), it correlates with the redraws as they do with each
 other, and its rank among each record's redraws is uniform; else INCONSISTENT, exit status 1.
-An instance this script cannot recompute (Stolen Memories' meta model and general-wb, which
-train shadow models and displacements, checked against hand computations in ``tests/``) is
-listed as not rechecked.
+bayes-wb's meta model is recomputed from the layer instances' score files and the network its
+fit saved (MATCH: the meta step exact; its inputs checked where the layers are). An instance
+this script cannot recompute (general-wb, and bayes-wb's layers of a LeNet, which train
+shadow models, displacements or convolutional proxies, checked against hand computations in
+``tests/``) is listed as not rechecked.
 """
 
 from __future__ import annotations
@@ -55,8 +57,10 @@ from recheck_drawn import (
     BMIA_TARGETS,
     CONV_RECORDS,
     REDRAWN_ON_A_SAMPLE,
+    SM_FIT_KEYS,
     WITHIN,
     bayes_wb,
+    bayes_wb_meta,
     bmia,
     consistent,
     subpop,
@@ -114,7 +118,7 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
     + [f"{study}:naive" for study in ("sm-bcw", "sm-digits", "sm-mnist-lenet")] \
     + [f"sm-synthetic-{n}:{a}" for n in (100, 200, 400) for a in ("omniscient", "bayes-wb")] \
     + [f"{study}:bayes-wb" for study in ("sm-bcw", "sm-german-like", "sm-adult-like-4000")] \
-    + [f"sm-digits:bayes-wb-layer-{n}" for n in (1, 2, 3)] \
+    + [f"sm-digits:bayes-wb-layer-{n}" for n in (1, 2, 3)] + ["sm-digits:bayes-wb"] \
     + [f"{study}:shadow-bb" for study in ("sm-bcw", "sm-german-like", "sm-adult-like-4000",
                                           "sm-digits", "sm-mnist-lenet")] \
     + [f"subpop-mnist{n}:shokri" for n in ("", "-lenet")] \
@@ -246,6 +250,11 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
                           np.stack([np.load(models / "reference" / f"{i}.npy") for i in refs]),
                           masks, labels, part["reference_pool"], audit,
                           [int(split["seed"]), t], entry, f32)
+        elif kind == "bayes_wb" and entry.get("meta"):
+            ours = np.full(len(audit), np.nan)
+            ours[kept] = bayes_wb_meta(home, entry, t, layer_scores(
+                run / "results" / "studies" / study / "scores", config["studies"][base]["attacks"],
+                entry, t, audit[kept]))
         elif kind == "bayes_wb":
             ours = bayes_wb(home, data, split, spec, entry, t, audit)
         elif kind == "bmia":
@@ -279,6 +288,27 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
                                                  ("ours", "theirs", "step")},
             "step_agrees": mean["agree"], "max_z": max(rows["z"], default=np.nan),
             "delta_rel": max(rows["delta"], default=np.nan), "verdict": verdict}
+
+
+def layer_scores(scores: Path, attacks: dict, entry: dict, t: int, samples: np.ndarray
+                 ) -> np.ndarray:
+    """``(records, layers)``: target ``t``'s scores of ``samples`` in the score files of the
+    study's bayes-wb instance of each attacked layer that shares ``entry``'s fit (bayes-wb's
+    meta model reads them)."""
+    fit = {key: entry.get(key) for key in SM_FIT_KEYS}
+    layers = {e.get("layer", -1): name for name, e in attacks.items()
+              if e["attack"] == "bayes_wb" and not e.get("meta")
+              and {key: e.get(key) for key in SM_FIT_KEYS} == fit}
+    if sorted(layers) != list(range(len(layers))):
+        raise NotRechecked(f"bayes-wb's meta model without an instance of each layer: {layers}")
+    columns = []
+    for layer in range(len(layers)):
+        frame = pd.read_parquet(scores / f"{layers[layer]}.parquet")
+        rows = frame[frame["target"] == t]
+        if not np.array_equal(rows["sample"], samples):
+            raise SystemExit(f"{layers[layer]}: target {t}'s records differ from the meta's")
+        columns.append(rows["score"].to_numpy())
+    return np.column_stack(columns)
 
 
 def main() -> int:

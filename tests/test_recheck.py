@@ -537,6 +537,49 @@ def test_its_bayes_wb_proxies_follow_the_recipe_and_its_test_is_the_packages():
                                    atol=tolerance)
 
 
+def test_its_bayes_wb_meta_model_is_the_packages_on_the_layers_scores(tmp_path):
+    """bayes-wb's meta model, as the fit saves it, applied to each layer's scores: the
+    package's prediction (float32, as trained), not with the layers in another order."""
+    import torch
+
+    from miarepro.attacks.stolen_memories import _META_HIDDEN, _general_wb_model, _predict
+
+    torch.manual_seed(0)
+    meta = _general_wb_model(3, None, _META_HIDDEN)
+    layers = np.random.default_rng(0).normal(size=(50, 3)) * 4
+    package = _predict(meta, [torch.as_tensor(layers)])
+    fits = tmp_path / "fits" / "stolen_memories-x"
+    fits.mkdir(parents=True)
+    np.savez(fits / "0.npz", **{f"meta_model.{k}": v.numpy()
+                                for k, v in meta.state_dict().items()})
+    entry = {"attack": "bayes_wb", "layers": "all", "meta": True}
+    (fits / "0.json").write_text(json.dumps({"settings": {"params": {"layers": "all"}},
+                                             "info": {"layers": [0, 3, 5]}}))
+    ours = recheck_drawn.bayes_wb_meta(tmp_path, entry, 0, layers)
+    np.testing.assert_allclose(ours, package, rtol=1e-6, atol=1e-6)
+    assert not np.allclose(recheck_drawn.bayes_wb_meta(tmp_path, entry, 0, layers[:, ::-1]),
+                           package, rtol=1e-3)
+    with pytest.raises(recheck_inputs.NotRechecked, match="layer instances"):
+        recheck_drawn.bayes_wb_meta(tmp_path, entry, 0, layers[:, :2])
+
+
+def test_the_meta_model_reads_the_layer_instances_that_share_its_fit(tmp_path):
+    shared = {"attack": "bayes_wb", "layers": "all", "proxies": 2}
+    attacks = {"l1": {**shared, "layer": 0}, "l2": {**shared, "layer": 1},
+               "other-fit": {**shared, "layer": 0, "proxies": 5},
+               "meta": {**shared, "meta": True, "layer": -1}}
+    for name, score in (("l1", 1.0), ("l2", 2.0), ("other-fit", 3.0)):
+        pd.DataFrame({"sample": [4, 7, 4, 7], "target": [0, 0, 1, 1],
+                      "score": [score, -score, 10 * score, -10 * score]}).to_parquet(
+            tmp_path / f"{name}.parquet")
+    np.testing.assert_array_equal(
+        recheck_scores.layer_scores(tmp_path, attacks, attacks["meta"], 1, np.array([4, 7])),
+        [[10.0, 20.0], [-10.0, -20.0]])
+    del attacks["l1"]
+    with pytest.raises(recheck_inputs.NotRechecked, match="each layer"):
+        recheck_scores.layer_scores(tmp_path, attacks, attacks["meta"], 1, np.array([4, 7]))
+
+
 @pytest.mark.parametrize("spec", [
     {"scheme": "balanced", "seed": 3, "population_fraction": 0.2},
     {"scheme": "partition", "seed": 4, "fractions": {"target_train": 0.25, "target_test": 0.25,
