@@ -43,7 +43,6 @@ models and displacements, are checked against hand computations in ``tests/``.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -58,6 +57,7 @@ from recheck_networks import (
     generator,
     layers_of,
     saved_logits,
+    saved_target,
     victim,
 )
 from scipy import optimize, special, stats
@@ -286,10 +286,7 @@ def subpop(home: Path, data: dict, split: dict, entry: dict, t: int, audit: np.n
     then run through the victim; ``subpop_blackbox`` the same from its BiGAN's own encoder's
     latents (:func:`encoder`). MERLIN on the same victim, as many times: the share of ``T``
     Gaussian perturbations of the record, at the scale its fit chose, that raise its loss."""
-    import torch
-
-    card = json.loads((home / "models" / "target" / f"{t}.json").read_text())
-    state = torch.load(home / "models" / "target" / f"{t}.pt", weights_only=True)
+    card, state = saved_target(home, t)
     forward, last = victim(card, state), layers_of(state)[-1]
     x, y = data["X"], data["y"]
     z, logits = forward(x[audit])
@@ -392,10 +389,7 @@ def bayes_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t: i
     Each redraw trains as many proxies of the layers from ``l`` up as the fit (its card), on
     as many random hold-out records as the target's training set (:func:`train_proxies`, the
     study's recipe)."""
-    import torch
-
-    card = json.loads((home / "models" / "target" / f"{t}.json").read_text())
-    state = torch.load(home / "models" / "target" / f"{t}.pt", weights_only=True)
+    card, state = saved_target(home, t)
     layers, arch = layers_of(state), card["architecture"]
     if ("dp" in study["training"] or arch["arch"] != "mlp"
             or arch.get("activation", "relu") != "relu" or arch.get("dropout")):

@@ -15,13 +15,13 @@ package's CG stops at 1e-4, so those instances are CLOSE (ranks and AUC), not MA
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from recheck_inputs import NotRechecked, checked_mask, partition, recipe_of
+from recheck_networks import saved_target
 
 MAX_PARAMETERS = 10_000  # an exact Hessian's eigendecomposition: seconds at 4,780
 KRYLOV_TOLERANCE = 1e-8  # IHA's CG instances solve to 1e-4
@@ -152,12 +152,20 @@ def curvature(state: dict, card: dict, X: np.ndarray, y: np.ndarray, train: np.n
     hessian = torch.cat([vmap(lambda v: jvp(full, (theta,), (v,))[1])(basis[i:i + 256])
                          for i in range(0, len(theta), 256)]).numpy()
     eigenvalues, vectors = np.linalg.eigh((hessian + hessian.T) / 2)
-    one = vmap(grad(lambda w, x, y: loss(w, x[None], y[None])[0]), in_dims=(None, 0, 0))
-    gradients = np.concatenate([one(theta, X[audit[i:i + 512]], y[audit[i:i + 512]]).numpy()
-                                for i in range(0, len(audit), 512)])
-    return Curvature(vectors.T @ full(theta).numpy(), gradients @ vectors,
-                     loss(theta, X[audit], y[audit]).detach().numpy(), len(train),
+    gradients, losses = record_gradients(theta, loss, X, y, audit)
+    return Curvature(vectors.T @ full(theta).numpy(), gradients @ vectors, losses, len(train),
                      recipe_of(card), eigenvalues=eigenvalues)
+
+
+def record_gradients(theta, loss: Callable, X, y, rows: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Each record's loss gradient (by ``vmap``, 512 records at a time) and its loss."""
+    from torch.func import grad, vmap
+
+    one = vmap(grad(lambda w, x, y: loss(w, x[None], y[None])[0]), in_dims=(None, 0, 0))
+    gradients = np.concatenate([one(theta, X[rows[i:i + 512]], y[rows[i:i + 512]]).numpy()
+                                for i in range(0, len(rows), 512)])
+    return gradients, loss(theta, X[rows], y[rows]).detach().numpy()
 
 
 def target_curvature(home: Path, split: dict, data: dict, t: int) -> Curvature:
@@ -184,18 +192,13 @@ def products(state: dict, card: dict, X: np.ndarray, y: np.ndarray, train: np.nd
             return torch.cat([vmap(pullback)(vectors[i:i + 32])[0]
                               for i in range(0, len(vectors), 32)]).numpy()
 
-    one = vmap(grad(lambda w, x, y: loss(w, x[None], y[None])[0]), in_dims=(None, 0, 0))
-    return Products(full.detach().numpy(), one(theta, X[records], y[records]).numpy(),
-                    loss(theta, X[records], y[records]).detach().numpy(), len(train),
-                    recipe_of(card), apply=apply)
+    return Products(full.detach().numpy(), *record_gradients(theta, loss, X, y, records),
+                    len(train), recipe_of(card), apply=apply)
 
 
 def target_model(home: Path, split: dict, t: int) -> tuple[dict, dict, np.ndarray]:
     """A run's target ``t``: its weights, its card, and its training set checked against it."""
-    import torch
-
-    card = json.loads((home / "models" / "target" / f"{t}.json").read_text())
-    state = torch.load(home / "models" / "target" / f"{t}.pt", weights_only=True)
+    card, state = saved_target(home, t)
     return state, card, np.flatnonzero(checked_mask(split, home / "models", "target", t))
 
 

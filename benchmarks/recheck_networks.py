@@ -100,6 +100,15 @@ def victim(card: dict, state: dict) -> Callable[..., tuple[np.ndarray, np.ndarra
     raise NotRechecked(f"a {arch} victim")
 
 
+def saved_target(home: Path, t: int) -> tuple[dict, dict]:
+    """Target ``t``'s card and weights, as the run saved them (tensors only: nothing
+    unpickled)."""
+    import torch
+
+    card = json.loads((home / "models" / "target" / f"{t}.json").read_text())
+    return card, torch.load(home / "models" / "target" / f"{t}.pt", weights_only=True)
+
+
 def saved_logits(home: Path, t: int, rebuilt: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Target ``t``'s first query's saved logits (float64), once ``rebuilt``, the logits of
     the target rebuilt here on ``rows``, are checked against them."""
