@@ -111,8 +111,10 @@ def statistics(logits: np.ndarray, labels: np.ndarray, f32: bool) -> dict[str, n
                               axis=-1)[..., 0].astype(np.float64)
     others = np.where(np.arange(z.shape[-1]) == labels[:, None], -np.inf, z)
     margin = true - lse(others, -1, f32)  # log p_y - log(1 - p_y)
+    onehot = np.arange(z.shape[-1]) == labels[:, None]
+    squared = ((special.softmax(np.asarray(z, dtype=np.float64), axis=-1) - onehot) ** 2)
     return {"hinge": true - others.max(axis=-1), "loss": -np.logaddexp(0.0, -margin),
-            "logit_confidence": margin}
+            "logit_confidence": margin, "mse": -squared.mean(axis=-1)}
 
 
 def fit_of(home: Path, kind: str, keys: tuple[str, ...], entry: dict, t: int,

@@ -101,7 +101,7 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
     + [f"iha-mnist:{a}" for a in ("iha", "iha-no-loo", "iha-damping-1e-1", "iha-low-rank-1e-1",
                                   "iha-i1-i2", "iha-loss-i1", "sif")] \
     + [f"iha-mnist:iha-fraction-{f}" for f in (20, 40, 60, 80, 90)] \
-    + [f"iha-mnist-odd:{a}" for a in ("iha", "iha-low-rank-2e-1", "sif")] \
+    + [f"iha-mnist-odd:{a}" for a in ("iha", "iha-low-rank-2e-1", "sif", "loss", "lira-online")] \
     + ["iha-purchase:iha-cg"] \
     + [f"qmia-mnist-mlp1:{a}" for a in ("qmia", "qmia-mlp")] \
     + [f"qmia-tabular:{a}" for a in ("qmia", "qmia-search")] \

@@ -207,6 +207,11 @@ def _check_study(where: str, study: dict[str, Any], config: dict[str, Any]) -> N
             spec.check_params(attack_params(entry), at, WORKFLOW_KEYS)
         except ValueError as error:
             raise ConfigError(f"config key {error}") from None
+        if ({**spec.defaults(), **entry}.get("statistic") == "loss"
+                and study.get("training", {}).get("loss") == "mse"):
+            raise _fail(f"{at}.statistic", "'loss' is the cross-entropy, but this study's "
+                        "models train on the squared error (training.loss: mse): an attack on "
+                        "their loss reads statistic 'mse'")
         references = entry.get("n_reference", 0)
         if spec.needs_references and references < 1:
             raise _fail(f"{at}.n_reference", f"attack {spec.name!r} needs at least one "

@@ -12,9 +12,11 @@ from typing import Literal
 import numpy as np
 
 #: Member-high statistics of the true label that attacks threshold or model.
-Statistic = Literal["loss", "confidence", "hinge", "logit_confidence", "correct"]
+#: ``loss`` is the cross-entropy, ``mse`` the squared error of a model trained on it (IHA's
+#: MNIST-Odd logistic regression): an attack "on the loss" reads the model's own loss.
+Statistic = Literal["loss", "mse", "confidence", "hinge", "logit_confidence", "correct"]
 #: The continuous ones that parametric (Gaussian) and quantile attacks model.
-ScoreStatistic = Literal["loss", "hinge", "logit_confidence"]
+ScoreStatistic = Literal["loss", "mse", "hinge", "logit_confidence"]
 
 
 def _class_index(shape: tuple[int, ...], labels: np.ndarray) -> np.ndarray:
@@ -37,6 +39,21 @@ def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
     exactly 0 once the margin exceeds about 37 nats, which would tie every such sample.
     """
     return np.logaddexp(0.0, -logit_confidence(logits, labels))
+
+
+def squared_error(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``|softmax(z) - onehot(y)|^2 / C``: the training loss ``mse`` of
+    :func:`miarepro.training.per_sample_loss`, per sample; low for members. For IHA's
+    one-logit model (logits ``[0, s]``) it is ``(sigmoid(s) - y)^2``. It ranks records as the
+    cross-entropy does there, but a Gaussian over it (LiRA) is another test.
+
+    Summed from the other classes' probabilities, ``(sum p_c)^2 + sum p_c^2``, which stay
+    exact where ``1 - p_y`` would round to 0 for a confident prediction."""
+    logits = np.asarray(logits, dtype=np.float64)
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    p = np.exp(shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True)))
+    others = np.where(_others_mask(p.shape, labels), p, 0.0)
+    return (others.sum(axis=-1) ** 2 + (others * others).sum(axis=-1)) / logits.shape[-1]
 
 
 def confidence(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -102,13 +119,14 @@ def correct(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 STATISTICS = {
     "loss": cross_entropy,
+    "mse": squared_error,
     "confidence": confidence,
     "hinge": hinge,
     "logit_confidence": logit_confidence,
     "correct": correct,
 }
-MEMBER_HIGH = {"loss": False, "confidence": True, "hinge": True, "logit_confidence": True,
-               "correct": True}
+MEMBER_HIGH = {"loss": False, "mse": False, "confidence": True, "hinge": True,
+               "logit_confidence": True, "correct": True}
 
 
 def statistic(name: str, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:

@@ -313,6 +313,21 @@ def test_white_box_attacks_are_refused_on_catboost_targets(default, monkeypatch)
         cfg.validate(broken)
 
 
+@pytest.mark.parametrize("attack", ["loss", "lira-online"])
+def test_an_attack_on_the_cross_entropy_of_a_squared_error_model_fails(default, attack):
+    """IHA's MNIST-Odd model trains on the squared error: an attack "on the loss" must read
+    that loss, not the cross-entropy (the marginal attack's default statistic)."""
+    broken = copy.deepcopy(default)
+    entry = broken["studies"]["iha-mnist-odd"]["attacks"][attack]
+    if attack == "loss":
+        entry.pop("statistic")
+    else:
+        entry["statistic"] = "loss"
+    with pytest.raises(cfg.ConfigError, match=rf"iha-mnist-odd\.attacks\.{attack}\.statistic: "
+                       r"'loss' is the cross-entropy.*training\.loss: mse"):
+        cfg.validate(broken)
+
+
 def test_balanced_replicates_are_the_study_under_new_seeds_with_their_sources_replicates(
         default):
     """A balanced study's targets share its pool and reference models: each replicate is a

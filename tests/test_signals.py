@@ -56,3 +56,33 @@ def test_statistic_orientation_and_errors():
     assert signals.statistic("loss", logits, labels)[0] == -signals.cross_entropy(logits, labels)[0]
     with pytest.raises(KeyError, match="known"):
         signals.statistic("nope", logits, labels)
+
+
+def test_squared_error_is_the_mse_training_loss_per_sample():
+    """The statistic ``mse`` is what :func:`miarepro.training.per_sample_loss` trains on: on a
+    3-class hand case, on random logits, and on IHA's one-logit model ``[0, s]``, where it is
+    ``(sigmoid(s) - y)^2``."""
+    import torch
+
+    from miarepro.training import per_sample_loss
+
+    p = softmax(np.array([2.0, 1.0, 0.0]))
+    hand = ((p[0] - 1) ** 2 + p[1] ** 2 + p[2] ** 2) / 3
+    assert signals.squared_error(np.array([[2.0, 1.0, 0.0]]), np.array([0]))[0] == \
+        pytest.approx(hand, rel=1e-12)
+    rng = np.random.default_rng(0)
+    logits, labels = 3 * rng.standard_normal((50, 5)), rng.integers(0, 5, 50)
+    expected = per_sample_loss("mse", torch.tensor(logits), torch.tensor(labels)).numpy()
+    np.testing.assert_allclose(signals.squared_error(logits, labels), expected, rtol=1e-10)
+    s, y = 4 * rng.standard_normal(20), rng.integers(0, 2, 20)
+    one_logit = np.stack([np.zeros(20), s], axis=1)
+    np.testing.assert_allclose(signals.squared_error(one_logit, y),
+                               (1 / (1 + np.exp(-s)) - y) ** 2, rtol=1e-10)
+    assert np.array_equal(signals.statistic("mse", one_logit, y),
+                          -signals.squared_error(one_logit, y))
+
+
+def test_squared_error_separates_confident_predictions():
+    """Summed from the other classes, it stays exact where ``1 - p_y`` rounds to 0."""
+    values = signals.squared_error(np.array([[0.0, 40.0], [0.0, 60.0]]), np.array([1, 1]))
+    np.testing.assert_allclose(values, np.exp([-80.0, -120.0]), rtol=1e-12)
