@@ -706,6 +706,28 @@ def test_a_claim_made_for_some_architectures_skips_studies_of_others():
         "no study of this run stands in for mnist, cifar10, cifar100, lfw with a lenet target")
 
 
+def test_theorem_1_on_imagenet_reads_the_multi_quantile_head_the_paper_runs_there():
+    """QMIA runs a multi-quantile head on ImageNet (§4.1): the Gaussian head's calibration
+    claims (C9 to C11) have no row there, the quantile head's (C20 to C22) read the same
+    regressor as the tables' QMIA, under one fit."""
+    from miarepro.attacks import get_attack
+    from miarepro.config import validate
+    from miarepro.io import read_config_yaml
+    from miarepro.paths import attack_params
+
+    config = validate(read_config_yaml(ROOT / "config" / "papers" / "qmia.yaml"))
+    claims = {c.id: c for c in cl.load_claims("qmia")}
+    assert all(cl._sides(claims[f"QMIA-C{n}"], "qmia-imagenet", config) is None
+               for n in (9, 10, 11))
+    assert all(cl._sides(claims[f"QMIA-C{n}"], "qmia-imagenet", config)[2] == ["qmia-quantiles"]
+               for n in (20, 21, 22))
+    assert cl._sides(claims["QMIA-C1"], "qmia-imagenet", config)[2] == ["qmia", "marginal"]
+    attacks, spec = config["studies"]["qmia-imagenet"]["attacks"], get_attack("qmia")
+    keys = {spec.fit_key(spec.split_params(attack_params(attacks[name]))[0], 0)
+            for name in ("qmia", "qmia-quantiles")}
+    assert len(keys) == 1
+
+
 def test_a_claim_reads_the_papers_number_for_its_studys_target_model():
     """QMIA's Table 1 prints ResNet-50's numbers only: a study standing for ResNet-10 reads
     Table 6's ResNet-10 row for the same cell, a ResNet-50 study Table 1's."""
