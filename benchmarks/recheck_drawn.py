@@ -12,11 +12,10 @@ the black-box one's encoder, from the fit (:mod:`recheck_networks`); its natural
 subpopulations are deterministic, checked exactly. MERLIN runs that victim on Gaussian
 perturbations of each record at the scale its fit chose. On a LeNet victim the drawn attacks
 score :data:`CONV_RECORDS` of each target's audited records. Stolen Memories' bayes-wb at any
-layer of an MLP target (:func:`bayes_wb`): a redraw trains as many proxies as the fit, by the
-study's recipe, with code of this script's own; as the proxies serve every record at once,
-the draw check reads each draw whole (``shared`` in :func:`consistent`), as it does BMIA's MC
-weights. Below the top layer the test is the target's logit minus the proxies' mean, by the
-efficiency of internal influence.
+layer of an MLP target and at a LeNet's dense layers (:func:`bayes_wb`): a redraw trains as
+many proxies as the fit, by the study's recipe, with code of this script's own; as the proxies
+serve every record at once, the draw check reads each draw whole (``shared`` in
+:func:`consistent`), as it does BMIA's MC weights.
 
 Controls (redraws under a wrong setting against the file, in standard deviations):
 
@@ -51,6 +50,7 @@ import numpy as np
 from recheck_claims import rank_auc, rates_at  # benchmarks/recheck_claims.py: this folder
 from recheck_inputs import RECIPE, NotRechecked, checked_mask, fit_of, partition, statistics
 from recheck_networks import (
+    conv_features,
     cross_entropy,
     dense_forward,
     encoder,
@@ -379,43 +379,74 @@ def train_proxies(features: np.ndarray, labels: np.ndarray, subsets: np.ndarray,
             for i in range(0, len(layers), 2)]
 
 
+def path_logit(layers: list[tuple[np.ndarray, np.ndarray]], z: np.ndarray, y: np.ndarray,
+               steps: int) -> np.ndarray:
+    """Algorithm 4's local linear model of ReLU dense ``layers`` (per layer ``(K, out, in)``
+    weights, ``(K, out)`` biases: K networks) at each record's features ``z`` and class ``y``,
+    ``chi^T z + g(0)_y``, with ``chi`` the mean gradient of ``g_y`` at the midpoints
+    ``(s + 1/2) / steps`` of the path from 0 to ``z``: ``(K, records)``. The gradient is
+    carried back by hand to the first layer's output, and dotted there with ``W_1 z`` (the
+    path's points are multiples of ``z``), never formed at the input's width. One layer: the
+    logit ``g(z)_y`` exactly."""
+    k, n = layers[0][0].shape[0], len(z)
+    first = z @ layers[0][0].transpose(0, 2, 1)  # W_1 z, (K, n, out): batched products
+    zero = np.zeros((k, 1, z.shape[1]))
+    for weight, bias in layers[:-1]:
+        zero = np.maximum(zero @ weight.transpose(0, 2, 1) + bias[:, None, :], 0.0)
+    at_zero = zero @ layers[-1][0].transpose(0, 2, 1) + layers[-1][1][:, None, :]
+    if len(layers) == 1:
+        return first[:, np.arange(n), y] + at_zero[:, 0, y]
+    total = np.zeros((k, n))
+    for t in (np.arange(steps) + 0.5) / steps:
+        h, masks = t * first + layers[0][1][:, None, :], []
+        for weight, bias in layers[1:]:
+            masks.append(h > 0)
+            h = np.maximum(h, 0.0) @ weight.transpose(0, 2, 1) + bias[:, None, :]
+        grad = layers[-1][0][:, y, :]  # (K, n, in): d logit_y / d the last layer's input
+        for (weight, _), mask in zip(reversed(layers[1:-1]), reversed(masks[1:]), strict=True):
+            grad = (grad * mask) @ weight
+        total += (grad * masks[0] * first).sum(-1)
+    return total / steps + at_zero[:, 0, y]
+
+
 def bayes_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t: int,
              audit: np.ndarray) -> np.ndarray:
-    """bayes-wb's scores of target ``t`` at its layer ``l``, :data:`REDRAWS` times. By the
-    efficiency of internal influence (Eq. 8: ``chi(z)^T z = g(z) - g(0)``), Algorithm 4's local
-    linear test ``(chi - mean chi_proxy)^T z + g(0) - mean g_proxy(0)`` is the target's logit of
-    the record's class minus the mean of its proxies' at the target's features ``z = h(x)``
-    below layer ``l``: exactly at the top layer, to the integral's midpoint rule below it.
-    Each redraw trains as many proxies of the layers from ``l`` up as the fit (its card), on
-    as many random hold-out records as the target's training set (:func:`train_proxies`, the
-    study's recipe)."""
+    """bayes-wb's scores of target ``t`` at its layer ``l``, :data:`REDRAWS` times: Algorithm
+    4's local linear test ``(chi - mean chi_proxy)^T z + g(0) - mean g_proxy(0)`` at the
+    target's features ``z = h(x)`` below layer ``l`` and the record's class, each local
+    linear model by :func:`path_logit` with the fit's midpoint steps (at the top layer, the
+    logits themselves). Each redraw trains as many proxies of the layers from ``l`` up as the
+    fit (its card), on as many random hold-out records as the target's training set
+    (:func:`train_proxies`, the study's recipe). An MLP target at any layer, a classic LeNet
+    at its dense layers (at its convolutions the proxies would be convolutional)."""
     card, state = saved_target(home, t)
     layers, arch = layers_of(state), card["architecture"]
-    if ("dp" in study["training"] or arch["arch"] != "mlp"
-            or arch.get("activation", "relu") != "relu" or arch.get("dropout")):
-        raise NotRechecked("bayes-wb under DP-SGD, or on a target other than a ReLU MLP "
-                           "without dropout")
-    x, y = data["X"], data["y"]
-    logits = victim(card, state)(x)[1]
-    saved_logits(home, t, logits, np.arange(len(x)))
+    convolutions = sum(weight.ndim == 4 for weight, _ in layers)
     cut = entry.get("layer", -1) % len(layers)
-    z = x.reshape(len(x), -1).astype(np.float64)
-    for weight, bias in layers[:cut]:
+    if ("dp" in study["training"] or arch.get("dropout")
+            or (arch["arch"], arch.get("activation", "relu")) not in (("mlp", "relu"),
+                                                                       ("lenet", "relu"))):
+        raise NotRechecked("bayes-wb under DP-SGD, or on a target other than a ReLU MLP or a "
+                           "classic LeNet without dropout")
+    if cut < convolutions:
+        raise NotRechecked("bayes-wb at a LeNet's convolutional layers (convolutional proxies)")
+    x, y = data["X"], data["y"]
+    saved_logits(home, t, victim(card, state)(x)[1], np.arange(len(x)))
+    z = conv_features(layers, x) if convolutions else x.reshape(len(x), -1).astype(np.float64)
+    for weight, bias in layers[convolutions:cut]:
         z = np.maximum(z @ weight.T + bias, 0.0)
     info = fit_of(home, "stolen_memories", SM_FIT_KEYS, entry, t)[1]["info"]
-    proxies, size = int(info["proxies"]), int(info["proxy_size"])
+    proxies, size, steps = int(info["proxies"]), int(info["proxy_size"]), int(info["steps"])
     hold_out = partition(split, t)["reference_pool"]
     rng = np.random.default_rng([SEED, t, 0x5A])
     subsets = np.stack([rng.choice(hold_out, size, replace=False)
                         for _ in range(REDRAWS * proxies)])
     sizes = [z.shape[1]] + [len(bias) for _, bias in layers[cut:]]
     trained = train_proxies(z, y, subsets, study["training"], sizes, int(rng.integers(2**31)))
-    h = np.broadcast_to(z[audit], (len(subsets), *z[audit].shape))
-    for k, (weight, bias) in enumerate(trained):
-        h = np.einsum("kod,knd->kno", weight, h) + bias[:, None, :]
-        h = np.maximum(h, 0.0) if k < len(trained) - 1 else h
-    proxy = h[:, np.arange(len(audit)), y[audit]]
-    return logits[audit, y[audit]] - proxy.reshape(REDRAWS, proxies, len(audit)).mean(1)
+    target = path_logit([(w[None], b[None]) for w, b in layers[cut:]], z[audit], y[audit],
+                        steps)
+    proxy = path_logit(trained, z[audit], y[audit], steps)
+    return target - proxy.reshape(REDRAWS, proxies, len(audit)).mean(1)
 
 
 def bayes_wb_meta(home: Path, entry: dict, t: int, layers: np.ndarray) -> np.ndarray:

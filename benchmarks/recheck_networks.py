@@ -31,27 +31,31 @@ def dense_forward(layers: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray,
     return h, h @ layers[-1][0].T + layers[-1][1]
 
 
-def lenet_forward(layers: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray,
-                  dtype: type = np.float64) -> tuple[np.ndarray, np.ndarray]:
-    """Classic LeNet-5's ``(h, output)`` (Subpop's convolutional victim): each 4-d weight a
-    convolution padded to keep the image's size, then ReLU and a 2x2 max-pool; then dense ReLU
-    layers, ``h`` the input of the last. Torch's functional convolutions: numpy has none."""
+def conv_features(layers: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray,
+                  dtype: type = np.float64) -> np.ndarray:
+    """Classic LeNet-5's convolutional part, flattened: each 4-d weight a convolution padded
+    to keep the image's size, then ReLU and a 2x2 max-pool (the dense layers are skipped).
+    Torch's functional convolutions: numpy has none."""
     import torch
     from torch.nn import functional
 
     as_torch = {np.float64: torch.float64, np.float32: torch.float32}[dtype]
-    weights = [(torch.as_tensor(w, dtype=as_torch), torch.as_tensor(b, dtype=as_torch))
-               for w, b in layers]
     h = torch.as_tensor(x, dtype=as_torch)
     with torch.no_grad():
-        for weight, bias in (layer for layer in weights if layer[0].ndim == 4):
+        for weight, bias in (layer for layer in layers if layer[0].ndim == 4):
+            weight, bias = torch.as_tensor(weight, dtype=as_torch), torch.as_tensor(
+                bias, dtype=as_torch)
             h = functional.max_pool2d(functional.relu(functional.conv2d(
                 h, weight, bias, padding=weight.shape[-1] // 2)), 2)
-        dense = [layer for layer in weights if layer[0].ndim == 2]
-        h = h.flatten(1)
-        for weight, bias in dense[:-1]:
-            h = functional.relu(functional.linear(h, weight, bias))
-        return h.numpy(), functional.linear(h, *dense[-1]).numpy()
+    return h.flatten(1).numpy()
+
+
+def lenet_forward(layers: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray,
+                  dtype: type = np.float64) -> tuple[np.ndarray, np.ndarray]:
+    """Classic LeNet-5's ``(h, output)`` (Subpop's convolutional victim): its convolutional
+    part (:func:`conv_features`), then dense ReLU layers, ``h`` the input of the last."""
+    return dense_forward([layer for layer in layers if layer[0].ndim == 2],
+                         conv_features(layers, x, dtype), "relu", dtype)
 
 
 def conv_generator(layers: list[tuple[np.ndarray, np.ndarray]], z: np.ndarray,

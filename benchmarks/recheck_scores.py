@@ -34,9 +34,9 @@ freedom: each beyond it once in 10,000), it correlates with the redraws as they 
 other, and its rank among each record's redraws is uniform; else INCONSISTENT, exit status 1.
 bayes-wb's meta model is recomputed from the layer instances' score files and the network its
 fit saved (MATCH: the meta step exact; its inputs checked where the layers are). An instance
-this script cannot recompute (general-wb, and bayes-wb's layers of a LeNet, which train
-shadow models, displacements or convolutional proxies, checked against hand computations in
-``tests/``) is listed as not rechecked.
+this script cannot recompute (general-wb, and bayes-wb at a LeNet's convolutional layers,
+which train shadow models, displacements or convolutional proxies, checked against hand
+computations in ``tests/``) is listed as not rechecked.
 """
 
 from __future__ import annotations
@@ -119,6 +119,7 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
     + [f"sm-synthetic-{n}:{a}" for n in (100, 200, 400) for a in ("omniscient", "bayes-wb")] \
     + [f"{study}:bayes-wb" for study in ("sm-bcw", "sm-german-like", "sm-adult-like-4000")] \
     + [f"sm-digits:bayes-wb-layer-{n}" for n in (1, 2, 3)] + ["sm-digits:bayes-wb"] \
+    + [f"sm-mnist-lenet:bayes-wb-layer-{n}" for n in (3, 4, 5)] \
     + [f"{study}:shadow-bb" for study in ("sm-bcw", "sm-german-like", "sm-adult-like-4000",
                                           "sm-digits", "sm-mnist-lenet")] \
     + [f"subpop-mnist{n}:shokri" for n in ("", "-lenet")] \

@@ -501,10 +501,11 @@ def test_its_draw_check_of_shared_draws_reads_each_draw_whole():
 def test_its_bayes_wb_proxies_follow_the_recipe_and_its_test_is_the_packages():
     """The recheck's bayes-wb at a linear top layer: one epoch of full-batch SGD from the
     heads' initialisation is one step of each head's own mean cross-entropy gradient (two
-    heads on different rows, trained together, do not mix), and Algorithm 4's test through
-    the package's local linear models is the target's logit of the record's class minus the
-    proxies' mean: exactly for a linear top, to the integral's midpoint rule for a ReLU
-    network below it (the efficiency of internal influence)."""
+    heads on different rows, trained together, do not mix). Algorithm 4's test through its
+    own local linear models (:func:`recheck_drawn.path_logit`, gradients carried back by
+    hand) is the package's through torch's, at the same midpoint steps: for a linear top,
+    and for ReLU networks of one and two hidden layers below it, which a wrong mask, layer
+    order or step would move."""
     import torch
 
     from miarepro.attacks.stolen_memories import _bayes_logit, _pairs
@@ -523,18 +524,22 @@ def test_its_bayes_wb_proxies_follow_the_recipe_and_its_test_is_the_packages():
         np.testing.assert_allclose(b1[k], b0[k] - 0.5 * error.sum(0), atol=1e-6)
 
     z, labels = torch.as_tensor(np.abs(x)), torch.as_tensor(y)  # features below a ReLU
-    for build, steps, tolerance in ((lambda: torch.nn.Linear(6, 3), 8, 1e-9),
-                                    (lambda: torch.nn.Sequential(torch.nn.Linear(6, 5),
-                                                                 torch.nn.ReLU(),
-                                                                 torch.nn.Linear(5, 3)), 512,
-                                     2e-3)):
+    relu = torch.nn.ReLU
+    for build, steps in ((lambda: torch.nn.Linear(6, 3), 8),
+                         (lambda: torch.nn.Sequential(torch.nn.Linear(6, 5), relu(),
+                                                      torch.nn.Linear(5, 3)), 4),
+                         (lambda: torch.nn.Sequential(torch.nn.Linear(6, 5), relu(),
+                                                      torch.nn.Linear(5, 4), relu(),
+                                                      torch.nn.Linear(4, 3)), 3)):
         heads = [build().double() for _ in range(3)]
         package = _bayes_logit(_pairs(heads[0], heads[1:], z, labels, steps)).detach().numpy()
-        with torch.no_grad():
-            own = heads[0](z)[torch.arange(40), labels]
-            proxies = torch.stack([h(z)[torch.arange(40), labels] for h in heads[1:]]).mean(0)
-        np.testing.assert_allclose(package, (own - proxies).numpy(), rtol=tolerance,
-                                   atol=tolerance)
+        linears = [[m for m in head.modules() if isinstance(m, torch.nn.Linear)]
+                   for head in heads]
+        stacked = [tuple(np.stack([getattr(layers[j], key).detach().numpy()
+                                   for layers in linears]) for key in ("weight", "bias"))
+                   for j in range(len(linears[0]))]
+        own = recheck_drawn.path_logit(stacked, np.abs(x), y, steps)
+        np.testing.assert_allclose(package, own[0] - own[1:].mean(0), rtol=1e-9, atol=1e-9)
 
 
 def test_its_bayes_wb_meta_model_is_the_packages_on_the_layers_scores(tmp_path):
