@@ -112,7 +112,7 @@ def statistics(logits: np.ndarray, labels: np.ndarray, f32: bool) -> dict[str, n
     others = np.where(np.arange(z.shape[-1]) == labels[:, None], -np.inf, z)
     margin = true - lse(others, -1, f32)  # log p_y - log(1 - p_y)
     onehot = np.arange(z.shape[-1]) == labels[:, None]
-    squared = ((special.softmax(np.asarray(z, dtype=np.float64), axis=-1) - onehot) ** 2)
+    squared = (special.softmax(np.asarray(z, dtype=np.float64), axis=-1) - onehot) ** 2
     return {"hinge": true - others.max(axis=-1), "loss": -np.logaddexp(0.0, -margin),
             "logit_confidence": margin, "mse": -squared.mean(axis=-1)}
 
