@@ -431,8 +431,8 @@ def bayes_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t: i
     if cut < convolutions:
         raise NotRechecked("bayes-wb at a LeNet's convolutional layers (convolutional proxies)")
     x, y = data["X"], data["y"]
-    saved_logits(home, t, victim(card, state)(x)[1], np.arange(len(x)))
     z = conv_features(layers, x) if convolutions else x.reshape(len(x), -1).astype(np.float64)
+    saved_logits(home, t, dense_forward(layers[convolutions:], z, "relu")[1], np.arange(len(x)))
     for weight, bias in layers[convolutions:cut]:
         z = np.maximum(z @ weight.T + bias, 0.0)
     info = fit_of(home, "stolen_memories", SM_FIT_KEYS, entry, t)[1]["info"]
