@@ -1,5 +1,5 @@
 """The attacks that draw at random, drawn anew with this script's own seed and checked as a
-draw (:func:`consistent`): BMIA, Subpop, MERLIN and Stolen Memories' bayes-wb.
+draw (:func:`consistent`): BMIA, Subpop, MERLIN and Stolen Memories' bayes-wb and general-wb.
 
 :data:`REDRAWS` draws of the same scores, on each of BMIA's first :data:`BMIA_TARGETS` targets.
 For BMIA the reference model and its training records come from the fit's card (their hashes
@@ -15,14 +15,18 @@ score :data:`CONV_RECORDS` of each target's audited records. Stolen Memories' ba
 layer of an MLP target and at a LeNet's dense layers (:func:`bayes_wb`): a redraw trains as
 many proxies as the fit, by the study's recipe, with code of this script's own; as the proxies
 serve every record at once, the draw check reads each draw whole (``shared`` in
-:func:`consistent`), as it does BMIA's MC weights.
+:func:`consistent`), as it does BMIA's MC weights. general-wb on an MLP target
+(:func:`general_wb`): at every layer its fit attacks, proxies redrawn as bayes-wb's, their
+local linear models and the target's read by the displacements and meta model the fit saved.
 
 Controls (redraws under a wrong setting against the file, in standard deviations):
 
 - bmia-mnist's KFAC instance: a posterior 2% too wide 4.9, N = 95 for 100 9.0, the diagonal
   posterior 103;
-- bmia-mnist's MC predictive: GLM redraws against the MC file 7.2, but MC redraws against the
-  GLM file 1.3 and N = 90 for 100 2.8 (MC draws vary much more from one to the next);
+- bmia-mnist's MC predictive: GLM redraws against the MC file 5.0 (7.2 by the distance per
+  target that :func:`uniform_ranks` replaced, which over 3 targets cannot pass 4.6), MC
+  redraws against the GLM file 1.3 and N = 90 for 100 2.8 (MC draws vary much more from one
+  to the next);
 - subpop-mnist: beta 0.045 or 0.06 for 0.05, 6.8 and 13.7 (black-box: 5.8 and 7.6); MERLIN's
   scale 0.8 or 1.2 times its fit's, 11.3 and 9.7;
 - subpop-mnist-lenet (500 records): beta 0.025 or 0.1, 29.5 and 17.8, but 0.045 or 0.06 only
@@ -30,13 +34,18 @@ Controls (redraws under a wrong setting against the file, in standard deviations
   MERLIN's scale 0.8 or 1.2 times, 1.4 and 1.5 (MERLIN is at chance on this victim: its
   fractions hardly depend on the scale);
 - bayes-wb on sm-synthetic-100 (10 targets): proxies on twice or 0.8 times the target's
-  training-set size 563 and 13.9, 5 or 20 proxies for 10 5.5 and 6.1, a learning rate of 0.05
-  for 0.1 15.1, weight decay 1e-3 for 1e-4 19.5, but 50 epochs for 100 only 2.9 (on sm-bcw:
-  197, 2.0 for 5 proxies, 12.7 and 3.7).
+  training-set size 563 and 18.6, 5 or 20 proxies for 10 16.3 and 16.3, a learning rate of
+  0.05 for 0.1 18.6, weight decay 1e-3 for 1e-4 18.6, but 50 epochs for 100 only 2.9 (18.6:
+  the file's distance from the other draws at one end of the redraws' on all 10 targets); on
+  sm-bcw: 197, 3.4, 2.0, 5.4, 12.7, 13.3 and 3.7;
+- general-wb (minimal) on sm-synthetic-100: 733, then 18.6 for each but the epochs, 3.0; on
+  sm-bcw: 182, 4.5, 3.0, 7.1, 17.5, 37.2 and 6.8; on sm-bcw-dropout (3 targets), proxies
+  trained without the target's dropout 12.2.
 
-bayes-wb's meta model is checked exactly on the layers' scores (:func:`bayes_wb_meta`); its
-training on shadow models, bayes-wb's layers of a LeNet and general-wb, which train shadow
-models and displacements, are checked against hand computations in ``tests/``.
+bayes-wb's meta model is checked exactly on the layers' scores (:func:`bayes_wb_meta`). The
+training of its meta model and of general-wb's displacements on shadow models, and both
+attacks at a LeNet's convolutional layers (convolutional proxies), are checked against hand
+computations in ``tests/``.
 """
 
 from __future__ import annotations
@@ -193,9 +202,8 @@ def consistent(member: np.ndarray, score: np.ndarray, redraws: np.ndarray,
     rest (redraws that all give one value).
 
     ``shared``: one random draw serves every record (Stolen Memories' proxies, BMIA's MC
-    weights), so records' ranks are not independent and their histogram has no known spread;
-    each draw's (the file's included) mean absolute distance from the others' mean, a summary
-    per draw like the AUC, takes its place."""
+    weights), so records' ranks are not independent and their histogram has no known spread:
+    it is left out here, and :func:`deviation_rank` takes its place across targets."""
     def distance(theirs: float, ours: np.ndarray, floor: float) -> float:
         spread = max(ours.std(ddof=1), floor, 1e-6 * abs(ours.mean()), 1e-12)
         return abs(theirs - ours.mean()) / (spread * np.sqrt(1 + 1 / len(ours)))
@@ -214,17 +222,13 @@ def consistent(member: np.ndarray, score: np.ndarray, redraws: np.ndarray,
     among = np.array([stats.spearmanr(a, b).statistic
                       for i, a in enumerate(redraws) for b in redraws[i + 1:]])
     with_file = np.array([stats.spearmanr(score, r).statistic for r in redraws])
-    # record by record, whatever the scores' distribution: the file's rank among each record's
-    # K redraws is uniform on 0..K (exchangeable draws; ties broken at random, as MERLIN's
-    # fractions tie), so its mean is K / 2, and the share at either end 2 / (K + 1) (fewer:
-    # the file's spread is narrower than the redraws')
-    k, n, ends = len(redraws), len(score), 2 / (len(redraws) + 1)
-    if shared:
-        draws = np.vstack([score[None], redraws])
-        deviation = np.array([np.abs(d - np.delete(draws, j, 0).mean(0)).mean()
-                              for j, d in enumerate(draws)])
-        records = [distance(deviation[0], deviation[1:], 0.0)]
-    else:
+    records = []
+    if not shared:
+        # record by record, whatever the scores' distribution: the file's rank among each
+        # record's K redraws is uniform on 0..K (exchangeable draws; ties broken at random, as
+        # MERLIN's fractions tie), so its mean is K / 2, and the share at either end
+        # 2 / (K + 1) (fewer: the file's spread is narrower than the redraws')
+        k, n, ends = len(redraws), len(score), 2 / (len(redraws) + 1)
         rank = (redraws < score).sum(axis=0) + np.random.default_rng(SEED).integers(
             0, (redraws == score).sum(axis=0) + 1)
         records = [abs(rank.mean() - k / 2) / np.sqrt(((k + 1) ** 2 - 1) / 12 / n),
@@ -233,6 +237,37 @@ def consistent(member: np.ndarray, score: np.ndarray, redraws: np.ndarray,
                  for f, floor in summaries),
                max(0.0, among.mean() - with_file.mean()) / max(among.std(ddof=1), 1e-6),
                *records)
+
+
+def deviation_rank(score: np.ndarray, redraws: np.ndarray) -> int:
+    """Where a file lies among draws that each serve every record at once: the rank, 0..K,
+    of its mean absolute distance from the other draws' mean among each redraw's own (ties
+    broken at random). A file drawn like the redraws is exchangeable with them, so its rank
+    is uniform whatever the distances' distribution; one with more or less noise (proxies on
+    fewer records, or fewer of them) lies at an end on every target (:func:`uniform_ranks`)."""
+    draws = np.vstack([score[None], redraws])
+    distance = np.array([np.abs(d - np.delete(draws, j, 0).mean(0)).mean()
+                         for j, d in enumerate(draws)])
+    ties = int((distance[1:] == distance[0]).sum())
+    return int((distance[1:] < distance[0]).sum()) + int(
+        np.random.default_rng(SEED).integers(0, ties + 1))
+
+
+def uniform_ranks(ranks: list[int], k: int) -> float:
+    """How far independent ranks, each uniform on 0..k (one per target: :func:`deviation_rank`),
+    are from uniform: the two-sided tail probability of their sum under the exact
+    distribution (a convolution), as the t with ``REDRAWS - 1`` degrees of freedom beyond
+    which that share lies, so that it reads on :func:`consistent`'s scale. Trained proxies'
+    distances have heavy tails: on sm-digits' general-wb, on three of four targets measured,
+    one redraw in 30 to 60 lay beyond 5 standard deviations of 20 others, where a t puts one
+    in 10,000, so a distance per target would call about one correct file in three
+    inconsistent over its 20 targets; a rank has no such tail."""
+    pmf = np.ones(1)
+    for _ in ranks:
+        pmf = np.convolve(pmf, np.full(k + 1, 1 / (k + 1)))
+    total = int(sum(ranks))
+    tail = min(1.0, 2 * min(pmf[:total + 1].sum(), pmf[total:].sum()))
+    return float(stats.t.isf(tail / 2, REDRAWS - 1))
 
 
 def bmia(home: Path, models: Path, split: dict, labels: np.ndarray, entry: dict, t: int,
@@ -339,18 +374,25 @@ SM_FIT_KEYS = ("layers", "proxies", "shadows", "steps", "displacement_widths", "
 
 
 def train_proxies(features: np.ndarray, labels: np.ndarray, subsets: np.ndarray, recipe: dict,
-                  sizes: list[int], seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+                  sizes: list[int], seed: int, dropout: float = 0.0, on_input: bool = False
+                  ) -> list[tuple[np.ndarray, np.ndarray]]:
     """``K = len(subsets)`` ReLU networks of layer ``sizes`` (inputs first, classes last; two
     sizes: softmax regression), each trained on its own rows of ``features`` by the recipe's
     SGD (torch's default initialisation of a linear layer; each epoch its own shuffle, the
     last batch short; mean cross-entropy, the learning rate times ``gamma`` at each
-    milestone): per layer, ``(K, out, in)`` weights and ``(K, out)`` biases."""
+    milestone): per layer, ``(K, out, in)`` weights and ``(K, out)`` biases. ``dropout``: in
+    training, after each hidden ReLU and, ``on_input``, on the features (a cut just above a
+    target's dropout keeps it with the layers above)."""
     import torch
 
     recipe = {**RECIPE, **recipe}
     torch.manual_seed(seed)
     x, y = torch.as_tensor(features, dtype=torch.float32), torch.as_tensor(labels)
     k, n = subsets.shape
+
+    def drop(h: torch.Tensor) -> torch.Tensor:  # no draw at all without dropout
+        return torch.nn.functional.dropout(h, dropout) if dropout else h
+
     layers = []
     for inputs, outputs in itertools.pairwise(sizes):
         bound = 1 / math.sqrt(inputs)
@@ -365,10 +407,10 @@ def train_proxies(features: np.ndarray, labels: np.ndarray, subsets: np.ndarray,
     for _ in range(epochs):
         order = torch.gather(rows, 1, torch.rand(k, n).argsort(1))
         for batch in order.split(int(recipe["batch_size"]), dim=1):
-            h = x[batch]
+            h = drop(x[batch]) if on_input else x[batch]
             for i in range(0, len(layers), 2):
                 h = torch.baddbmm(layers[i + 1][:, None, :], h, layers[i].transpose(1, 2))
-                h = torch.relu(h) if i < len(layers) - 2 else h
+                h = drop(torch.relu(h)) if i < len(layers) - 2 else h
             loss = torch.nn.functional.cross_entropy(
                 h.transpose(1, 2), y[batch], reduction="none").mean(1).sum()
             sgd.zero_grad()
@@ -379,24 +421,24 @@ def train_proxies(features: np.ndarray, labels: np.ndarray, subsets: np.ndarray,
             for i in range(0, len(layers), 2)]
 
 
-def path_logit(layers: list[tuple[np.ndarray, np.ndarray]], z: np.ndarray, y: np.ndarray,
-               steps: int) -> np.ndarray:
+def path_gradients(layers: list[tuple[np.ndarray, np.ndarray]], z: np.ndarray, y: np.ndarray,
+                   steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Algorithm 4's local linear model of ReLU dense ``layers`` (per layer ``(K, out, in)``
-    weights, ``(K, out)`` biases: K networks) at each record's features ``z`` and class ``y``,
-    ``chi^T z + g(0)_y``, with ``chi`` the mean gradient of ``g_y`` at the midpoints
-    ``(s + 1/2) / steps`` of the path from 0 to ``z``: ``(K, records)``. The gradient is
-    carried back by hand to the first layer's output, and dotted there with ``W_1 z`` (the
-    path's points are multiples of ``z``), never formed at the input's width. One layer: the
-    logit ``g(z)_y`` exactly."""
-    k, n = layers[0][0].shape[0], len(z)
+    weights, ``(K, out)`` biases: K networks) at each record's features ``z`` and class ``y``:
+    ``(g, first, g(0)_y)``, with ``g`` the mean, over the midpoints ``(s + 1/2) / steps`` of
+    the path from 0 to ``z``, of the gradient of the class's logit at the first layer's
+    pre-activation, carried back by hand through the ReLU masks, and ``first = W_1 z``, both
+    ``(K, records, out_1)``. The path's points are multiples of ``z``, so ``chi = g W_1`` and
+    ``chi^T z = g . first``. One layer: ``g`` is the class's one-hot vector."""
+    k = layers[0][0].shape[0]
     first = z @ layers[0][0].transpose(0, 2, 1)  # W_1 z, (K, n, out): batched products
     zero = np.zeros((k, 1, z.shape[1]))
     for weight, bias in layers[:-1]:
         zero = np.maximum(zero @ weight.transpose(0, 2, 1) + bias[:, None, :], 0.0)
-    at_zero = zero @ layers[-1][0].transpose(0, 2, 1) + layers[-1][1][:, None, :]
+    at_zero = (zero @ layers[-1][0].transpose(0, 2, 1) + layers[-1][1][:, None, :])[:, 0, y]
     if len(layers) == 1:
-        return first[:, np.arange(n), y] + at_zero[:, 0, y]
-    total = np.zeros((k, n))
+        return np.broadcast_to(np.eye(first.shape[-1])[y], first.shape), first, at_zero
+    total = np.zeros_like(first)
     for t in (np.arange(steps) + 0.5) / steps:
         h, masks = t * first + layers[0][1][:, None, :], []
         for weight, bias in layers[1:]:
@@ -405,8 +447,66 @@ def path_logit(layers: list[tuple[np.ndarray, np.ndarray]], z: np.ndarray, y: np
         grad = layers[-1][0][:, y, :]  # (K, n, in): d logit_y / d the last layer's input
         for (weight, _), mask in zip(reversed(layers[1:-1]), reversed(masks[1:]), strict=True):
             grad = (grad * mask) @ weight
-        total += (grad * masks[0] * first).sum(-1)
-    return total / steps + at_zero[:, 0, y]
+        total += grad * masks[0]
+    return total / steps, first, at_zero
+
+
+def path_logit(layers: list[tuple[np.ndarray, np.ndarray]], z: np.ndarray, y: np.ndarray,
+               steps: int) -> np.ndarray:
+    """The local linear model's logit ``chi^T z + g(0)_y`` (:func:`path_gradients`),
+    ``(K, records)``, never forming ``chi`` at the input's width. One layer: the logit
+    ``g(z)_y`` exactly."""
+    grad, first, at_zero = path_gradients(layers, z, y, steps)
+    return (grad * first).sum(-1) + at_zero
+
+
+def path_influence(layers: list[tuple[np.ndarray, np.ndarray]], z: np.ndarray, y: np.ndarray,
+                   steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """The local linear model itself, ``(chi, g(0)_y)``: ``(K, records, in)`` and
+    ``(K, records)`` (:func:`path_gradients`); general-wb's displacements read ``chi``
+    element by element."""
+    grad, _, at_zero = path_gradients(layers, z, y, steps)
+    return grad @ layers[0][0], at_zero
+
+
+def dense_target(home: Path, data: dict, study: dict, t: int, attack: str
+                 ) -> tuple[list[tuple[np.ndarray, np.ndarray]], int, np.ndarray]:
+    """Target ``t`` rebuilt for Stolen Memories' white-box attacks: its layers, how many of
+    them are convolutions, and its dense part's input for every record (the convolutions run
+    once), its rebuilt logits checked against those it saved. A ReLU MLP (with or without
+    dropout after its hidden layers) or classic LeNet, trained without DP-SGD: the attacker's
+    proxies copy the target's recipe."""
+    card, state = saved_target(home, t)
+    layers, arch = layers_of(state), card["architecture"]
+    if ("dp" in study["training"] or (arch.get("dropout") and arch["arch"] != "mlp")
+            or (arch["arch"], arch.get("activation", "relu")) not in (("mlp", "relu"),
+                                                                       ("lenet", "relu"))):
+        raise NotRechecked(f"{attack} under DP-SGD, or on a target other than a ReLU MLP or a "
+                           "classic LeNet without dropout")
+    convolutions = sum(weight.ndim == 4 for weight, _ in layers)
+    x = data["X"]
+    z = conv_features(layers, x) if convolutions else x.reshape(len(x), -1).astype(np.float64)
+    saved_logits(home, t, dense_forward(layers[convolutions:], z, "relu")[1], np.arange(len(x)))
+    return layers, convolutions, z
+
+
+def redrawn_proxies(home: Path, split: dict, study: dict, entry: dict, t: int, z: np.ndarray,
+                    labels: np.ndarray, top: list[tuple[np.ndarray, np.ndarray]],
+                    rng: np.random.Generator, hidden: bool) -> tuple[list, int, int]:
+    """:data:`REDRAWS` x the fit's count of proxies of the ``top`` layers (its card), each on
+    as many random hold-out records as the target's training set, on the target's features
+    ``z`` below them (:func:`train_proxies`, the study's recipe and the MLP's dropout, on
+    ``z`` too where it is a ``hidden`` layer's output): the trained layers, the count per
+    draw and the fit's midpoint steps."""
+    info = fit_of(home, "stolen_memories", SM_FIT_KEYS, entry, t)[1]["info"]
+    proxies, size, steps = int(info["proxies"]), int(info["proxy_size"]), int(info["steps"])
+    hold_out = partition(split, t)["reference_pool"]
+    subsets = np.stack([rng.choice(hold_out, size, replace=False)
+                        for _ in range(REDRAWS * proxies)])
+    sizes = [z.shape[1]] + [len(bias) for _, bias in top]
+    return (train_proxies(z, labels, subsets, study["training"], sizes,
+                          int(rng.integers(2**31)), study["model"].get("dropout", 0.0),
+                          on_input=hidden), proxies, steps)
 
 
 def bayes_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t: int,
@@ -415,38 +515,76 @@ def bayes_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t: i
     4's local linear test ``(chi - mean chi_proxy)^T z + g(0) - mean g_proxy(0)`` at the
     target's features ``z = h(x)`` below layer ``l`` and the record's class, each local
     linear model by :func:`path_logit` with the fit's midpoint steps (at the top layer, the
-    logits themselves). Each redraw trains as many proxies of the layers from ``l`` up as the
-    fit (its card), on as many random hold-out records as the target's training set
-    (:func:`train_proxies`, the study's recipe). An MLP target at any layer, a classic LeNet
-    at its dense layers (at its convolutions the proxies would be convolutional)."""
-    card, state = saved_target(home, t)
-    layers, arch = layers_of(state), card["architecture"]
-    convolutions = sum(weight.ndim == 4 for weight, _ in layers)
+    logits themselves), the proxies drawn anew (:func:`redrawn_proxies`). An MLP target at
+    any layer, a classic LeNet at its dense layers (at its convolutions the proxies would be
+    convolutional)."""
+    layers, convolutions, z = dense_target(home, data, study, t, "bayes-wb")
     cut = entry.get("layer", -1) % len(layers)
-    if ("dp" in study["training"] or arch.get("dropout")
-            or (arch["arch"], arch.get("activation", "relu")) not in (("mlp", "relu"),
-                                                                       ("lenet", "relu"))):
-        raise NotRechecked("bayes-wb under DP-SGD, or on a target other than a ReLU MLP or a "
-                           "classic LeNet without dropout")
     if cut < convolutions:
         raise NotRechecked("bayes-wb at a LeNet's convolutional layers (convolutional proxies)")
-    x, y = data["X"], data["y"]
-    z = conv_features(layers, x) if convolutions else x.reshape(len(x), -1).astype(np.float64)
-    saved_logits(home, t, dense_forward(layers[convolutions:], z, "relu")[1], np.arange(len(x)))
     for weight, bias in layers[convolutions:cut]:
         z = np.maximum(z @ weight.T + bias, 0.0)
-    info = fit_of(home, "stolen_memories", SM_FIT_KEYS, entry, t)[1]["info"]
-    proxies, size, steps = int(info["proxies"]), int(info["proxy_size"]), int(info["steps"])
-    hold_out = partition(split, t)["reference_pool"]
-    rng = np.random.default_rng([SEED, t, 0x5A])
-    subsets = np.stack([rng.choice(hold_out, size, replace=False)
-                        for _ in range(REDRAWS * proxies)])
-    sizes = [z.shape[1]] + [len(bias) for _, bias in layers[cut:]]
-    trained = train_proxies(z, y, subsets, study["training"], sizes, int(rng.integers(2**31)))
+    y = data["y"]
+    trained, proxies, steps = redrawn_proxies(home, split, study, entry, t, z, y, layers[cut:],
+                                              np.random.default_rng([SEED, t, 0x5A]), cut > 0)
     target = path_logit([(w[None], b[None]) for w, b in layers[cut:]], z[audit], y[audit],
                         steps)
     proxy = path_logit(trained, z[audit], y[audit], steps)
     return target - proxy.reshape(REDRAWS, proxies, len(audit)).mean(1)
+
+
+def general_wb_logit(fit: dict, point: int, layers: list[tuple[np.ndarray, ...]]) -> np.ndarray:
+    """general-wb's logit (Algorithm 2) from the network its fit saved at ``point`` of its
+    sweep, float32 as trained: per attacked layer, from ``(chi, mean chi_proxy, z, g(0)_y,
+    mean g_proxy(0)_y)`` (records first), the layer's displacement ``D`` (a ReLU network
+    without biases at width 0) on each pair ``(chi_j, chi~_j)`` gives weights dotted with
+    ``z``, plus ``D(g(0)_y, g~(0)_y)``; its meta model combines the layers' logits."""
+    model = f"general_wb_model.{point}."
+    logits = []
+    for i, (chi, chi_proxy, z, bias, bias_proxy) in enumerate(layers):
+        displacement = layers_of(fit, f"{model}displacements.{i}.")
+        weights = dense_forward(displacement, np.stack([chi, chi_proxy], -1).reshape(-1, 2),
+                                "relu", np.float32)[1].reshape(chi.shape)
+        shift = dense_forward(displacement, np.stack([bias, bias_proxy], -1), "relu",
+                              np.float32)[1][:, 0]
+        logits.append((weights * z.astype(np.float32)).sum(1) + shift)
+    return dense_forward(layers_of(fit, f"{model}meta."), np.stack(logits, 1), "relu",
+                         np.float32)[1][:, 0]
+
+
+def general_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t: int,
+               audit: np.ndarray) -> np.ndarray:
+    """general-wb's scores of target ``t``, :data:`REDRAWS` times: at each layer the fit
+    attacks, the target's local linear model and the mean of its redrawn proxies'
+    (:func:`path_influence`, :func:`redrawn_proxies`), read by the displacements and meta
+    model the fit saved at the instance's point of its sweep (:func:`general_wb_logit`): the
+    influence pairs and their reading are this script's, the attack models' training on
+    shadow models the tests'. An MLP target (a LeNet's convolutional layers would need
+    convolutional proxies)."""
+    layers, convolutions, z = dense_target(home, data, study, t, "general-wb")
+    if convolutions:
+        raise NotRechecked("general-wb on a LeNet (its convolutional layers' proxies)")
+    fit, card = fit_of(home, "stolen_memories", SM_FIT_KEYS, entry, t)
+    grid = [tuple(int(v) for v in row) for row in fit["grid"]]
+    point = (int(fit["chosen"]) if entry.get("n_d") is None
+             else grid.index((entry["n_d"], entry["n_m"])))
+    attacked = range(len(layers))[-len(card["info"]["layers"]):]  # every layer, or the top
+    y, rng = data["y"], np.random.default_rng([SEED, t, 0x6B])
+    pairs: list[list[tuple]] = [[] for _ in range(REDRAWS)]
+    for cut, (weight, bias) in enumerate(layers):
+        if cut in attacked:
+            top = layers[cut:]
+            trained, proxies, steps = redrawn_proxies(home, split, study, entry, t, z, y, top,
+                                                      rng, cut > 0)
+            chi, at_zero = path_influence([(w[None], b[None]) for w, b in top], z[audit],
+                                          y[audit], steps)
+            for r, draw in enumerate(pairs):
+                chi_p, at_zero_p = path_influence(
+                    [(w[r * proxies:(r + 1) * proxies], b[r * proxies:(r + 1) * proxies])
+                     for w, b in trained], z[audit], y[audit], steps)
+                draw.append((chi[0], chi_p.mean(0), z[audit], at_zero[0], at_zero_p.mean(0)))
+        z = np.maximum(z @ weight.T + bias, 0.0)
+    return np.stack([general_wb_logit(fit, point, draw) for draw in pairs])
 
 
 def bayes_wb_meta(home: Path, entry: dict, t: int, layers: np.ndarray) -> np.ndarray:

@@ -86,10 +86,11 @@ def conv_generator(layers: list[tuple[np.ndarray, np.ndarray]], z: np.ndarray,
 
 def layers_of(state: dict, prefix: str = "") -> list[tuple[np.ndarray, np.ndarray]]:
     """The ``(weight, bias)`` of every layer under ``prefix`` (dense or convolutional), in the
-    order saved, float64."""
+    order saved, float64; a layer saved without a bias has zeros."""
     names = [k[:-len(".weight")] for k in state if k.startswith(prefix) and k.endswith(".weight")]
-    return [(np.asarray(state[f"{n}.weight"], np.float64), np.asarray(state[f"{n}.bias"],
-                                                                      np.float64))
+    return [(np.asarray(state[f"{n}.weight"], np.float64),
+             np.asarray(state.get(f"{n}.bias", np.zeros(len(state[f"{n}.weight"]))),
+                        np.float64))
             for n in names]
 
 

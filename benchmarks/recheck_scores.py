@@ -14,8 +14,8 @@ sets checked against their cards) and QMIA from the regressor's predictions its 
 calibration the claims'); IHA and SIF from an exact Hessian of the target's saved weights,
 or by Hessian-vector products where it has too many parameters to form one
 (:mod:`recheck_iha`); Stolen Memories' naive attack (the target's prediction right or wrong)
-here; BMIA, Subpop, MERLIN and bayes-wb drawn anew (:mod:`recheck_drawn`, on networks rebuilt
-from their weights by :mod:`recheck_networks`).
+here; BMIA, Subpop, MERLIN, bayes-wb and general-wb drawn anew (:mod:`recheck_drawn`, on
+networks rebuilt from their weights by :mod:`recheck_networks`).
 
 Each target's rows are compared in the file's order. MATCH: every row within 1e-6 of
 max(|score|, the scores' spread); CLOSE: ranks and AUC agree (Spearman > 0.9999, AUC within
@@ -31,12 +31,15 @@ Attacks that draw at random are checked as a draw, CONSISTENT (:func:`recheck_dr
 the file's AUC, TPR@1%, median and interquartile range of scores lie within
 :data:`recheck_drawn.WITHIN` standard deviations of the redraws' (a t with 19 degrees of
 freedom: each beyond it once in 10,000), it correlates with the redraws as they do with each
-other, and its rank among each record's redraws is uniform; else INCONSISTENT, exit status 1.
+other, and its rank among each record's redraws is uniform (where one draw serves every
+record, as proxies and MC weights do, the rank of its distance from the other draws' mean,
+over the targets: :func:`recheck_drawn.uniform_ranks`); else INCONSISTENT, exit status 1.
 bayes-wb's meta model is recomputed from the layer instances' score files and the network its
-fit saved (MATCH: the meta step exact; its inputs checked where the layers are). An instance
-this script cannot recompute (general-wb, and bayes-wb at a LeNet's convolutional layers,
-which train shadow models, displacements or convolutional proxies, checked against hand
-computations in ``tests/``) is listed as not rechecked.
+fit saved (MATCH: the meta step exact; its inputs checked where the layers are); general-wb
+from proxies drawn anew and the displacements and meta model its fit saved (CONSISTENT). An
+instance this script cannot recompute (the white-box attacks at a LeNet's convolutional
+layers, which would train convolutional proxies, or on a target trained by DP-SGD; checked
+against hand computations in ``tests/``) is listed as not rechecked.
 """
 
 from __future__ import annotations
@@ -57,13 +60,17 @@ from recheck_drawn import (
     BMIA_TARGETS,
     CONV_RECORDS,
     REDRAWN_ON_A_SAMPLE,
+    REDRAWS,
     SM_FIT_KEYS,
     WITHIN,
     bayes_wb,
     bayes_wb_meta,
     bmia,
     consistent,
+    deviation_rank,
+    general_wb,
     subpop,
+    uniform_ranks,
 )
 from recheck_iha import TooLarge, iha, known_records, products, target_curvature, target_model
 from recheck_inputs import (
@@ -120,6 +127,9 @@ DEFAULT = [f"bmia-purchase:{a}" for a in ("attack-p", "loss", "attack-r-n2", "at
     + [f"{study}:bayes-wb" for study in ("sm-bcw", "sm-german-like", "sm-adult-like-4000")] \
     + [f"sm-digits:bayes-wb-layer-{n}" for n in (1, 2, 3)] + ["sm-digits:bayes-wb"] \
     + [f"sm-mnist-lenet:bayes-wb-layer-{n}" for n in (3, 4, 5)] \
+    + [f"sm-synthetic-100:general-wb-{n}" for n in ("minimal", "16")] \
+    + [f"{study}:general-wb" for study in ("sm-bcw", "sm-bcw-dropout", "sm-german-like",
+                                           "sm-adult-like-4000", "sm-digits")] \
     + [f"{study}:shadow-bb" for study in ("sm-bcw", "sm-german-like", "sm-adult-like-4000",
                                           "sm-digits", "sm-mnist-lenet")] \
     + [f"subpop-mnist{n}:shokri" for n in ("", "-lenet")] \
@@ -159,7 +169,7 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
                 np.stack([stat(models / "reference", i, key, idx) for i in refs]), masks[:, idx])
 
     rows = {key: [] for key in ("abs", "rel", "tol", "rho", "ours", "theirs", "step", "agree",
-                                "z", "delta")}
+                                "z", "rank", "delta")}
     for t, theirs in pd.read_parquet(scores).groupby("target"):
         if kind == "bmia" and t >= BMIA_TARGETS:
             continue
@@ -256,8 +266,9 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
             ours[kept] = bayes_wb_meta(home, entry, t, layer_scores(
                 run / "results" / "studies" / study / "scores", config["studies"][base]["attacks"],
                 entry, t, audit[kept]))
-        elif kind == "bayes_wb":
-            ours = bayes_wb(home, data, split, spec, entry, t, audit)
+        elif kind in ("bayes_wb", "general_wb"):
+            ours = (bayes_wb if kind == "bayes_wb" else general_wb)(home, data, split, spec,
+                                                                    entry, t, audit)
         elif kind == "bmia":
             ours = bmia(home, models, split, labels, entry, t, audit, rows)
         else:
@@ -266,9 +277,12 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
                 if key not in ("attack", "label", "paper_attack", "paper_setting")))
         if ours.ndim == 2:  # redrawn: the file must be one more draw where there are several
             if len(ours) > 1:  # shared: one draw serves every record (proxies, MC weights)
-                shared = kind == "bayes_wb" or entry.get("predictive") == "mc"
+                shared = kind in ("bayes_wb", "general_wb") or entry.get("predictive") == "mc"
                 rows["z"].append(consistent(member[audit[kept]], theirs["score"].to_numpy(),
                                             ours[:, kept], shared))
+                if shared:
+                    rows["rank"].append(deviation_rank(theirs["score"].to_numpy(),
+                                                       ours[:, kept]))
             ours = ours[0]
         ours, audit = ours[kept], audit[kept]
         diff = np.abs(ours - (score := theirs["score"].to_numpy()))
@@ -278,6 +292,8 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
         rows["rho"].append(stats.spearmanr(ours, score).statistic)
         rows["ours"].append(rank_auc(member[audit], ours))
         rows["theirs"].append(rank_auc(member[audit], score))
+    if rows["rank"]:  # shared draws: the file's spread among the redraws', over targets
+        rows["z"].append(uniform_ranks(rows["rank"], REDRAWS))
     close = min(rows["rho"]) > 0.9999 and np.ptp([rows["ours"], rows["theirs"]], 0).max() < 1e-3
     mean = {key: np.mean(values) if values else np.nan for key, values in rows.items()}
     verdict = "MATCH" if max(rows["tol"]) <= 1 else "CLOSE" if close else "MISMATCH"

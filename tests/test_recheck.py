@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 from overfit import loo_context, overfit_context
+from scipy import stats
 
 from miarepro import metrics, uncertainty
 from miarepro.artifacts import claims
@@ -476,26 +477,73 @@ def test_its_draw_check_holds_for_tied_scores_and_tells_a_shift():
     assert recheck_drawn.consistent(member, draw(0.03), redraws) > recheck_drawn.WITHIN
 
 
+def _shared_draws(rng: np.random.Generator, file_noise: float, targets: int,
+                  far_off: float = 0.0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(file, redraws)`` on each of ``targets`` targets, draws that shift every record
+    together, as proxies do, by a normal shift, five times wider with chance ``far_off`` (a
+    proxy far off); per-record noise 0.3, the file's ``file_noise``."""
+    drawn = []
+    for _ in range(targets):
+        base = rng.normal(size=500)
+
+        def draw(noise: float, base: np.ndarray = base) -> np.ndarray:
+            shift = rng.normal() * (5 if rng.random() < far_off else 1)
+            return base + shift + noise * rng.normal(size=500)
+
+        redraws = np.array([draw(0.3) for _ in range(recheck_drawn.REDRAWS)])
+        drawn.append((draw(file_noise), redraws))
+    return drawn
+
+
 def test_its_draw_check_of_shared_draws_reads_each_draw_whole():
     """Stolen Memories' proxies serve every record at once: a draw shifts all records
     together, so the records' ranks among the redraws are not independent and their
-    histogram misfires even on a file drawn like the redraws. With ``shared``, each draw's
-    mean distance from the others' mean replaces it: such a file passes, one whose
-    per-record noise is twice the redraws' does not."""
-
+    histogram misfires even on a file drawn like the redraws. With ``shared`` it is left
+    out, and each draw's mean distance from the others' mean takes its place, ranked over
+    targets: such a file passes, one whose per-record noise is twice the redraws' on each
+    of 5 targets does not."""
     rng = np.random.default_rng(4)
-    base, member = rng.normal(size=500), np.arange(500) < 250
-
-    def draw(noise: float) -> np.ndarray:
-        return base + rng.normal() + noise * rng.normal(size=500)
-
-    redraws = np.array([draw(0.3) for _ in range(recheck_drawn.REDRAWS)])
-    file = draw(0.3)
+    member = np.arange(500) < 250
+    [(file, redraws)] = _shared_draws(rng, 0.3, 1)
     assert recheck_drawn.consistent(member, file, redraws) > recheck_drawn.WITHIN
-    assert recheck_drawn.consistent(member, file, redraws, shared=True) <= (
-        recheck_drawn.WITHIN)
-    assert recheck_drawn.consistent(member, draw(0.6), redraws, shared=True) > (
-        recheck_drawn.WITHIN)
+    for noise, passes in ((0.3, True), (0.6, False)):
+        drawn = _shared_draws(rng, noise, 5)
+        worst = max(*(recheck_drawn.consistent(member, *pair, shared=True) for pair in drawn),
+                    recheck_drawn.uniform_ranks([recheck_drawn.deviation_rank(*pair)
+                                                 for pair in drawn], recheck_drawn.REDRAWS))
+        assert (worst <= recheck_drawn.WITHIN) == passes
+
+
+def test_its_rank_of_shared_draws_keeps_its_rate_where_a_draw_is_now_and_then_far_off():
+    """Trained proxies now and then land far off (heavy-tailed draws): a file drawn like the
+    redraws then lies beyond 5 standard deviations of a target's 20 redraws far more often
+    than a t's once in 10,000 (23 in 1,000 here), while its ranks over targets stay
+    uniform: their tail probability falls below 0.1 in about a tenth of 400 studies, and
+    beyond the check's bound in none."""
+    rng = np.random.default_rng(8)
+    z = np.array([recheck_drawn.uniform_ranks(
+        [recheck_drawn.deviation_rank(*pair) for pair in _shared_draws(rng, 0.3, 10, 0.05)],
+        recheck_drawn.REDRAWS) for _ in range(400)])
+    assert 0.06 < np.mean(z > stats.t.isf(0.05, recheck_drawn.REDRAWS - 1)) < 0.14
+    assert z.max() <= recheck_drawn.WITHIN
+    beyond = 0  # the same draws' distances on a t, target by target: what the rank replaces
+    for file, redraws in _shared_draws(rng, 0.3, 1000, 0.05):
+        draws = np.vstack([file[None], redraws])
+        distance = np.array([np.abs(d - np.delete(draws, j, 0).mean(0)).mean()
+                             for j, d in enumerate(draws)])
+        beyond += (distance[0] - distance[1:].mean()) / distance[1:].std(ddof=1) > (
+            recheck_drawn.WITHIN)
+    assert beyond >= 10  # 23 of 1,000, where a t puts 1 in 10,000
+
+
+def test_its_rank_test_is_the_exact_law_of_a_sum_of_uniform_ranks():
+    """Two targets, ranks uniform on 0..2: their sum is 0 with probability 1/9, so ranks
+    (0, 0) lie at a two-sided tail of 2/9; (1, 1) sit at the centre."""
+    t19 = stats.t(recheck_drawn.REDRAWS - 1)
+    assert recheck_drawn.uniform_ranks([0, 0], 2) == pytest.approx(t19.isf(1 / 9))
+    assert recheck_drawn.uniform_ranks([2, 2], 2) == pytest.approx(t19.isf(1 / 9))
+    assert recheck_drawn.uniform_ranks([1, 1], 2) == pytest.approx(0.0, abs=1e-12)
+    assert recheck_drawn.uniform_ranks([0] * 5, 20) > recheck_drawn.WITHIN
 
 
 def test_its_bayes_wb_proxies_follow_the_recipe_and_its_test_is_the_packages():
@@ -540,6 +588,65 @@ def test_its_bayes_wb_proxies_follow_the_recipe_and_its_test_is_the_packages():
                    for j in range(len(linears[0]))]
         own = recheck_drawn.path_logit(stacked, np.abs(x), y, steps)
         np.testing.assert_allclose(package, own[0] - own[1:].mean(0), rtol=1e-9, atol=1e-9)
+        # the local linear models themselves, which general-wb's displacements read
+        chi, chi_p, _, bias, bias_p = (p.detach().numpy() for p in _pairs(
+            heads[0], heads[1:], z, labels, steps))
+        own_chi, own_bias = recheck_drawn.path_influence(stacked, np.abs(x), y, steps)
+        for theirs, ours in ((chi, own_chi[0]), (chi_p, own_chi[1:].mean(0)),
+                             (bias, own_bias[0]), (bias_p, own_bias[1:].mean(0))):
+            np.testing.assert_allclose(theirs, ours, rtol=1e-9, atol=1e-9)
+
+
+def test_its_proxies_train_with_the_targets_dropout_where_it_has_one():
+    """Dropout as the target's MLP has it, after each hidden ReLU and on the features of a
+    cut just above one (the package's ``split_at``): without it a redraw is the same as
+    before, bit for bit; on a linear proxy it acts only on the input, there with the inverse
+    scaling that keeps each input's mean: at tiny inputs, where the softmax is flat, one step's
+    update over 100 draws averages to the update without dropout."""
+    rng = np.random.default_rng(6)
+    x, y = rng.normal(size=(40, 6)) * 1e-3, rng.integers(0, 3, 40)
+    subsets = np.arange(40)[None]
+    step = {"lr": 100.0, "momentum": 0.0, "epochs": 1, "batch_size": 40}
+    plain = recheck_drawn.train_proxies(x, y, subsets, step, [6, 3], 7)
+    for sizes, on_input in (([6, 3], False), ([6, 5, 3], False), ([6, 3], True)):
+        same = [np.array_equal(a, b) for layer, other in zip(
+            recheck_drawn.train_proxies(x, y, subsets, step, sizes, 7),
+            recheck_drawn.train_proxies(x, y, subsets, step, sizes, 7, 0.5, on_input),
+            strict=True) for a, b in zip(layer, other, strict=True)]
+        assert all(same) == (sizes == [6, 3] and not on_input)
+    # each seed's step with dropout less its step without (the same initialisation)
+    gaps = np.array([recheck_drawn.train_proxies(x, y, subsets, step, [6, 3], seed, 0.5, True)[0][0]
+                     - recheck_drawn.train_proxies(x, y, subsets, step, [6, 3], seed)[0][0]
+                     for seed in range(100)])
+    init = recheck_drawn.train_proxies(x, y, subsets, {**step, "epochs": 0}, [6, 3], 7)[0][0]
+    assert gaps.std(0).min() > 0.1 * np.abs(plain[0][0] - init).mean()
+    np.testing.assert_allclose(gaps.mean(0), 0.0, atol=4 * gaps.std(0).max() / np.sqrt(100))
+
+
+@pytest.mark.parametrize(("n_d", "n_m"), [(0, 0), (16, 0), (0, 16), (4, 4)])
+def test_its_general_wb_reading_is_the_packages(n_d, n_m):
+    """general-wb's displacements and meta model, saved as the fit saves every point of its
+    sweep, applied to two layers' influence pairs: the package's prediction (float32, as
+    trained), and not with the layers swapped or another point's model."""
+    import torch
+
+    from miarepro.attacks.stolen_memories import _general_wb_model, _predict
+
+    rng = np.random.default_rng(n_d + n_m)
+    pairs = [tuple(rng.normal(size=shape) for shape in ((30, f), (30, f), (30, f), (30,), (30,)))
+             for f in (6, 6)]
+    fit = {}
+    for point in (0, 1):
+        torch.manual_seed(point)
+        model = _general_wb_model(2, n_d, n_m)
+        fit.update({f"general_wb_model.{point}.{k}": v.numpy()
+                    for k, v in model.state_dict().items()})
+    package = _predict(model, [tuple(torch.as_tensor(a) for a in layer) for layer in pairs])
+    ours = recheck_drawn.general_wb_logit(fit, 1, pairs)
+    np.testing.assert_allclose(ours, package, rtol=1e-5, atol=1e-5)
+    for wrong in (recheck_drawn.general_wb_logit(fit, 1, pairs[::-1]),
+                  recheck_drawn.general_wb_logit(fit, 0, pairs)):
+        assert not np.allclose(wrong, package, rtol=1e-3, atol=1e-3)
 
 
 def test_its_bayes_wb_meta_model_is_the_packages_on_the_layers_scores(tmp_path):

@@ -145,6 +145,8 @@ def test_the_fit_chooses_on_validation_shadows(overfit):
                           context.fit["general_wb"][int(np.argmax(accuracy))][context.audit])
     saved = {key.split(".")[0] for key in context.fit if "." in key}
     assert saved == {"meta_model", "general_wb_model"}  # the trained attack models themselves
+    assert {key.split(".")[1] for key in context.fit
+            if key.startswith("general_wb_model.")} == {"0", "1"}  # each point of the sweep
     with pytest.raises(ValueError, match="not in the fit's sweep"):
         get_attack("general_wb").fn(context, n_d=16, n_m=0)
     with pytest.raises(ValueError, match="both n_d and n_m"):
@@ -175,9 +177,9 @@ def test_general_wb_attacks_every_layer_of_an_mlp_and_bayes_wb_its_top_one(overf
     arrays, info = get_attack("general_wb").fit(hidden, 0, proxies=2, shadows=2, epochs=4,
                                                 displacement_widths=[0], meta_widths=[4])
     assert len(info["layers"]) == 2 and arrays["bayes_wb"].shape[0] == 2
-    assert {key.split(".")[2] for key in arrays if key.startswith(
-        "general_wb_model.displacements.")} == {"0", "1"}
-    assert arrays["general_wb_model.meta.0.weight"].shape == (4, 2)  # both layers' logits
+    assert {key.split(".")[3] for key in arrays if key.startswith(
+        "general_wb_model.0.displacements.")} == {"0", "1"}
+    assert arrays["general_wb_model.0.meta.0.weight"].shape == (4, 2)  # both layers' logits
     ctx = dataclasses.replace(context, fit=arrays)
     assert np.array_equal(get_attack("bayes_wb").fn(ctx), arrays["bayes_wb"][-1][ctx.audit])
 

@@ -197,9 +197,11 @@ def fit_stolen_memories(
         logits.append(_predict(model, target_pairs))
         states.append(model.state_dict())
     chosen = int(np.argmax(accuracy))
-    # the trained attack models themselves: bayes-wb's meta model and the chosen general-wb
+    # the trained attack models themselves: bayes-wb's meta model and general-wb's at every
+    # point of the sweep (``general_wb_model.<index in grid>.``), so that each can be rechecked
     arrays.update({f"{prefix}.{key}": value.cpu().numpy() for prefix, state in
-                   (("meta_model", meta.state_dict()), ("general_wb_model", states[chosen]))
+                   [("meta_model", meta.state_dict())]
+                   + [(f"general_wb_model.{i}", state) for i, state in enumerate(states)]
                    for key, value in state.items()})
     arrays.update(general_wb=np.stack(logits), grid=np.array(grid, dtype=np.int64),
                   validation_accuracy=np.array(accuracy), chosen=np.array(chosen),
