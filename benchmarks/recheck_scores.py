@@ -38,8 +38,8 @@ bayes-wb's meta model is recomputed from the layer instances' score files and th
 fit saved (MATCH: the meta step exact; its inputs checked where the layers are); general-wb
 from proxies drawn anew and the displacements and meta model its fit saved (CONSISTENT). An
 instance this script cannot recompute (the white-box attacks at a LeNet's convolutional
-layers, which would train convolutional proxies, or on a target trained by DP-SGD; checked
-against hand computations in ``tests/``) is listed as not rechecked.
+layers, which would train convolutional proxies, checked against hand computations in
+``tests/``) is listed as not rechecked.
 """
 
 from __future__ import annotations

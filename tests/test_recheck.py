@@ -623,6 +623,44 @@ def test_its_proxies_train_with_the_targets_dropout_where_it_has_one():
     np.testing.assert_allclose(gaps.mean(0), 0.0, atol=4 * gaps.std(0).max() / np.sqrt(100))
 
 
+def test_its_dp_sgd_clips_each_records_gradient_and_solves_the_packages_noise(monkeypatch):
+    """The recheck's DP-SGD step on two stacked ReLU networks, every record taken (a batch as
+    large as the rows) and the noise set to 0: each record's gradient, clipped over all layers
+    to C, summed and divided by the rows, as torch.func's per-record gradients give it by
+    hand; its noise multiplier, solved by opacus's accountant, is the package's plan's."""
+    import opacus.accountants.utils
+    import torch
+    from torch.func import functional_call, grad, vmap
+
+    from miarepro import privacy
+
+    dp, recipe = {"epsilon": 4.0, "max_grad_norm": 3.0}, {"batch_size": 40, "epochs": 3}
+    sigma = recheck_drawn.private_gradients({**recipe, "dp": dp, "batch_size": 8}, 40, []).sigma
+    assert sigma == pytest.approx(privacy.plan(dp, 40, 8, 3).noise_multiplier, rel=0.02)
+    monkeypatch.setattr(opacus.accountants.utils, "get_noise_multiplier", lambda **_: 0.0)
+    torch.manual_seed(0)
+    nets = [torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.ReLU(), torch.nn.Linear(4, 3))
+            for _ in range(2)]
+    layers = [torch.stack([getattr(net[j], key) for net in nets]).detach().requires_grad_()
+              for j in (0, 2) for key in ("weight", "bias")]
+    x, y = torch.randn(2, 40, 5) * 3, torch.randint(0, 3, (2, 40))
+    recheck_drawn.private_gradients({**recipe, "dp": dp}, 40, layers)(x, y)
+    for k, net in enumerate(nets):
+        params = dict(net.named_parameters())
+
+        def loss(p, xi, yi, net=net):
+            return torch.nn.functional.cross_entropy(functional_call(net, p, (xi[None],)), yi[None])
+
+        per_record = vmap(grad(loss), in_dims=(None, 0, 0))(params, x[k], y[k])
+        norms = torch.sqrt(sum(g.flatten(1).pow(2).sum(1) for g in per_record.values()))
+        scale = (3.0 / (norms + 1e-6)).clamp(max=1.0)
+        assert (scale < 1).any() and (scale == 1).any()  # some records clipped, some not
+        for param, name in zip(layers, ("0.weight", "0.bias", "2.weight", "2.bias"),
+                               strict=True):
+            expected = torch.einsum("b,b...->...", scale, per_record[name]) / 40
+            torch.testing.assert_close(param.grad[k], expected, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize(("n_d", "n_m"), [(0, 0), (16, 0), (0, 16), (4, 4)])
 def test_its_general_wb_reading_is_the_packages(n_d, n_m):
     """general-wb's displacements and meta model, saved as the fit saves every point of its
