@@ -12,12 +12,13 @@ the black-box one's encoder, from the fit (:mod:`recheck_networks`); its natural
 subpopulations are deterministic, checked exactly. MERLIN runs that victim on Gaussian
 perturbations of each record at the scale its fit chose. On a LeNet victim the drawn attacks
 score :data:`CONV_RECORDS` of each target's audited records. Stolen Memories' bayes-wb at any
-layer of an MLP target and at a LeNet's dense layers (:func:`bayes_wb`): a redraw trains as
-many proxies as the fit, by the study's recipe, with code of this script's own; as the proxies
-serve every record at once, the draw check reads each draw whole (``shared`` in
-:func:`consistent`), as it does BMIA's MC weights. general-wb on an MLP target
-(:func:`general_wb`): at every layer its fit attacks, proxies redrawn as bayes-wb's, their
-local linear models and the target's read by the displacements and meta model the fit saved.
+layer of an MLP or LeNet target (:func:`bayes_wb`): a redraw trains as many proxies as the
+fit, by the study's recipe (with its dropout or DP-SGD), with code of this script's own (a
+LeNet's convolutions stacked as one grouped convolution); as the proxies serve every record at
+once, the draw check reads each draw whole (``shared`` in :func:`consistent`), as it does
+BMIA's MC weights. general-wb (:func:`general_wb`): at every layer its fit attacks, proxies
+redrawn as bayes-wb's, their local linear models and the target's read by the displacements
+and meta model the fit saved.
 
 Controls (redraws under a wrong setting against the file, in standard deviations):
 
@@ -51,9 +52,8 @@ rest run 0.0346, 0.0351, ... to 0.0607 (median 0.0556), which a t over 20 of the
 13.5 standard deviations.
 
 bayes-wb's meta model is checked exactly on the layers' scores (:func:`bayes_wb_meta`). The
-training of its meta model and of general-wb's displacements on shadow models, and both
-attacks at a LeNet's convolutional layers (convolutional proxies), are checked against hand
-computations in ``tests/``.
+training of its meta model and of general-wb's displacements on shadow models is checked
+against hand computations in ``tests/``.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ import itertools
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from recheck_claims import rank_auc, rates_at  # benchmarks/recheck_claims.py: this folder
@@ -382,13 +383,15 @@ SM_FIT_KEYS = ("layers", "proxies", "shadows", "steps", "displacement_widths", "
 
 
 def train_proxies(features: np.ndarray, labels: np.ndarray, subsets: np.ndarray, recipe: dict,
-                  sizes: list[int], seed: int, dropout: float = 0.0, on_input: bool = False
-                  ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``K = len(subsets)`` ReLU networks of layer ``sizes`` (inputs first, classes last; two
-    sizes: softmax regression), each trained on its own rows of ``features`` by the recipe's
-    SGD (torch's default initialisation of a linear layer; each epoch its own shuffle, the
-    last batch short; mean cross-entropy, the learning rate times ``gamma`` at each
-    milestone): per layer, ``(K, out, in)`` weights and ``(K, out)`` biases. ``dropout``: in
+                  shapes: list[tuple[int, ...]], seed: int, dropout: float = 0.0,
+                  on_input: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``K = len(subsets)`` ReLU networks of layers with weights of ``shapes`` (dense
+    ``(out, in)``; a LeNet's convolutions ``(out, in, k, k)``, each followed by a 2x2
+    max-pool: :func:`stacked_forward`), each trained on its own rows of ``features`` by the
+    recipe's SGD (torch's default initialisation, uniform within 1 / sqrt(fan-in); each epoch
+    its own shuffle, the last batch short; mean cross-entropy, the learning rate times
+    ``gamma`` at each milestone): per layer, ``(K, *shape)`` weights and ``(K, out)`` biases.
+    ``dropout``: in
     training, after each hidden ReLU and, ``on_input``, on the features (a cut just above a
     target's dropout keeps it with the layers above). A recipe with a ``dp`` block trains by
     DP-SGD instead (:func:`private_gradients`)."""
@@ -403,10 +406,10 @@ def train_proxies(features: np.ndarray, labels: np.ndarray, subsets: np.ndarray,
         return torch.nn.functional.dropout(h, dropout) if dropout else h
 
     layers = []
-    for inputs, outputs in itertools.pairwise(sizes):
-        bound = 1 / math.sqrt(inputs)
-        layers += [torch.empty(k, outputs, inputs).uniform_(-bound, bound).requires_grad_(),
-                   torch.empty(k, outputs).uniform_(-bound, bound).requires_grad_()]
+    for shape in shapes:
+        bound = 1 / math.sqrt(math.prod(shape[1:]))
+        layers += [torch.empty(k, *shape).uniform_(-bound, bound).requires_grad_(),
+                   torch.empty(k, shape[0]).uniform_(-bound, bound).requires_grad_()]
     sgd = torch.optim.SGD(layers, lr=recipe["lr"], momentum=recipe["momentum"],
                           nesterov=recipe["nesterov"], weight_decay=recipe["weight_decay"])
     epochs = int(recipe["epochs"])
@@ -415,27 +418,45 @@ def train_proxies(features: np.ndarray, labels: np.ndarray, subsets: np.ndarray,
     rows = torch.as_tensor(subsets)
     private = private_gradients(recipe, n, layers) if recipe.get("dp") else None
     for _ in range(epochs):
-        if private is not None:
+        if private is not None:  # DP-SGD: Poisson batches of each network's own rows
             for _ in range(private.steps_per_epoch):
                 sgd.zero_grad()
                 private(x[rows], y[rows])
                 sgd.step()
-            schedule.step()
-            continue
-        order = torch.gather(rows, 1, torch.rand(k, n).argsort(1))
-        for batch in order.split(int(recipe["batch_size"]), dim=1):
-            h = drop(x[batch]) if on_input else x[batch]
-            for i in range(0, len(layers), 2):
-                h = torch.baddbmm(layers[i + 1][:, None, :], h, layers[i].transpose(1, 2))
-                h = drop(torch.relu(h)) if i < len(layers) - 2 else h
-            loss = torch.nn.functional.cross_entropy(
-                h.transpose(1, 2), y[batch], reduction="none").mean(1).sum()
-            sgd.zero_grad()
-            loss.backward()
-            sgd.step()
+        else:
+            order = torch.gather(rows, 1, torch.rand(k, n).argsort(1))
+            for batch in order.split(int(recipe["batch_size"]), dim=1):
+                h = stacked_forward(layers, drop(x[batch]) if on_input else x[batch], drop)
+                loss = torch.nn.functional.cross_entropy(
+                    h.transpose(1, 2), y[batch], reduction="none").mean(1).sum()
+                sgd.zero_grad()
+                loss.backward()
+                sgd.step()
         schedule.step()
     return [(layers[i].detach().double().numpy(), layers[i + 1].detach().double().numpy())
             for i in range(0, len(layers), 2)]
+
+
+def stacked_forward(layers: list, h: Any, drop: Callable = lambda h: h) -> Any:
+    """K ReLU networks at once, each on its own rows ``h`` ``(K, B, ...)``, with their layers
+    ``(K, ...)`` stacked: a dense layer by batched products, a convolution (padded to keep the
+    size, then ReLU and a 2x2 max-pool, as a LeNet's) by one grouped convolution whose groups
+    are the networks; ``drop`` after each hidden layer. The logits ``(K, B, classes)``."""
+    import torch
+    from torch.nn import functional
+
+    for i in range(0, len(layers), 2):
+        weight, bias = layers[i], layers[i + 1]
+        if weight.dim() == 5:  # (K, out, in, k, k)
+            k = len(weight)
+            out = functional.conv2d(h.transpose(0, 1).flatten(1, 2), weight.flatten(0, 1),
+                                    bias.flatten(), padding=weight.shape[-1] // 2, groups=k)
+            h = drop(functional.max_pool2d(torch.relu(out), 2).unflatten(1, (k, -1))
+                     .transpose(0, 1))
+        else:
+            h = torch.baddbmm(bias[:, None, :], h.flatten(2), weight.transpose(1, 2))
+            h = drop(torch.relu(h)) if i < len(layers) - 2 else h
+    return h
 
 
 def private_gradients(recipe: dict, n: int, layers: list) -> Callable:
@@ -520,6 +541,38 @@ def path_logit(layers: list[tuple[np.ndarray, np.ndarray]], z: np.ndarray, y: np
     return (grad * first).sum(-1) + at_zero
 
 
+def conv_path_influence(layers: list[tuple[np.ndarray, np.ndarray]], z: np.ndarray,
+                        y: np.ndarray, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`path_influence` for layers that begin with a LeNet's convolutions (K networks,
+    :func:`stacked_forward`; ``z`` feature maps), the gradient at each midpoint ``t z`` by
+    torch's autograd, in float64: ``chi`` ``(K, records, *maps)`` and ``g(0)_y``."""
+    import torch
+
+    stack = [torch.as_tensor(a, dtype=torch.float64) for layer in layers for a in layer]
+    maps, classes = torch.as_tensor(z, dtype=torch.float64), torch.as_tensor(y)
+    k, chi = len(stack[0]), torch.zeros((len(stack[0]), *z.shape), dtype=torch.float64)
+    with torch.enable_grad():
+        for t in (np.arange(steps) + 0.5) / steps:
+            point = (t * maps).expand(k, *maps.shape).clone().requires_grad_()
+            logit = stacked_forward(stack, point)[:, torch.arange(len(z)), classes]
+            chi += torch.autograd.grad(logit.sum(), point)[0] / steps
+    with torch.no_grad():
+        at_zero = stacked_forward(stack, torch.zeros((k, 1, *z.shape[1:]),
+                                                     dtype=torch.float64))[:, 0]
+    return chi.numpy(), at_zero[:, y].numpy()
+
+
+def conv_path_logit(layers: list[tuple[np.ndarray, np.ndarray]], z: np.ndarray, y: np.ndarray,
+                    steps: int, chunk: int = 100) -> np.ndarray:
+    """:func:`path_logit` for layers that begin with convolutions: ``chi^T z + g(0)_y``,
+    ``(K, records)``, by :func:`conv_path_influence` ``chunk`` records at a time."""
+    total = np.zeros((len(layers[0][0]), len(z)))
+    for rows in np.array_split(np.arange(len(z)), max(1, len(z) // chunk)):
+        chi, at_zero = conv_path_influence(layers, z[rows], y[rows], steps)
+        total[:, rows] = (chi * z[rows]).reshape(*chi.shape[:2], -1).sum(-1) + at_zero
+    return total
+
+
 def path_influence(layers: list[tuple[np.ndarray, np.ndarray]], z: np.ndarray, y: np.ndarray,
                    steps: int) -> tuple[np.ndarray, np.ndarray]:
     """The local linear model itself, ``(chi, g(0)_y)``: ``(K, records, in)`` and
@@ -538,9 +591,10 @@ def dense_target(home: Path, data: dict, study: dict, t: int, attack: str
     attacker's proxies copy the target's recipe."""
     card, state = saved_target(home, t)
     layers, arch = layers_of(state), card["architecture"]
-    if (arch["arch"], arch.get("activation", "relu")) not in (("mlp", "relu"), ("lenet", "relu")) \
-            or ("dp" in study["training"] and arch.get("dropout")) \
-            or (arch["arch"] == "lenet" and ("dp" in study["training"] or arch.get("dropout"))):
+    dp, dropout = "dp" in study["training"], bool(arch.get("dropout"))
+    mlp = arch["arch"] == "mlp" and not (dp and dropout)
+    plain_lenet = arch["arch"] == "lenet" and not (dp or dropout)
+    if arch.get("activation", "relu") != "relu" or not (mlp or plain_lenet):
         raise NotRechecked(f"{attack} on a target other than a ReLU MLP (with dropout or DP-SGD, "
                            "not both) or a classic LeNet trained plainly")
     convolutions = sum(weight.ndim == 4 for weight, _ in layers)
@@ -563,8 +617,7 @@ def redrawn_proxies(home: Path, split: dict, study: dict, entry: dict, t: int, z
     hold_out = partition(split, t)["reference_pool"]
     subsets = np.stack([rng.choice(hold_out, size, replace=False)
                         for _ in range(REDRAWS * proxies)])
-    sizes = [z.shape[1]] + [len(bias) for _, bias in top]
-    return (train_proxies(z, labels, subsets, study["training"], sizes,
+    return (train_proxies(z, labels, subsets, study["training"], [w.shape for w, _ in top],
                           int(rng.integers(2**31)), study["model"].get("dropout", 0.0),
                           on_input=hidden), proxies, steps)
 
@@ -576,20 +629,23 @@ def bayes_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t: i
     target's features ``z = h(x)`` below layer ``l`` and the record's class, each local
     linear model by :func:`path_logit` with the fit's midpoint steps (at the top layer, the
     logits themselves), the proxies drawn anew (:func:`redrawn_proxies`). An MLP target at
-    any layer, a classic LeNet at its dense layers (at its convolutions the proxies would be
-    convolutional)."""
+    any layer; a classic LeNet at its dense layers, and at its convolutions with the feature
+    maps below as ``z``, convolutional proxies and local linear models by autograd
+    (:func:`conv_path_logit`)."""
     layers, convolutions, z = dense_target(home, data, study, t, "bayes-wb")
     cut = entry.get("layer", -1) % len(layers)
-    if cut < convolutions:
-        raise NotRechecked("bayes-wb at a LeNet's convolutional layers (convolutional proxies)")
+    local_logit = path_logit
+    if cut < convolutions:  # the feature maps below the cut; the proxies convolutional
+        z = conv_features(layers[:cut], data["X"], flat=False)
+        local_logit = conv_path_logit
     for weight, bias in layers[convolutions:cut]:
         z = np.maximum(z @ weight.T + bias, 0.0)
     y = data["y"]
     trained, proxies, steps = redrawn_proxies(home, split, study, entry, t, z, y, layers[cut:],
                                               np.random.default_rng([SEED, t, 0x5A]), cut > 0)
-    target = path_logit([(w[None], b[None]) for w, b in layers[cut:]], z[audit], y[audit],
-                        steps)
-    proxy = path_logit(trained, z[audit], y[audit], steps)
+    target = local_logit([(w[None], b[None]) for w, b in layers[cut:]], z[audit], y[audit],
+                         steps)
+    proxy = local_logit(trained, z[audit], y[audit], steps)
     return target - proxy.reshape(REDRAWS, proxies, len(audit)).mean(1)
 
 
@@ -619,11 +675,11 @@ def general_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t:
     (:func:`path_influence`, :func:`redrawn_proxies`), read by the displacements and meta
     model the fit saved at the instance's point of its sweep (:func:`general_wb_logit`): the
     influence pairs and their reading are this script's, the attack models' training on
-    shadow models the tests'. An MLP target (a LeNet's convolutional layers would need
-    convolutional proxies)."""
+    shadow models the tests'. An MLP target, or a LeNet's from its images up (its
+    convolutional layers' by :func:`conv_path_influence`)."""
     layers, convolutions, z = dense_target(home, data, study, t, "general-wb")
-    if convolutions:
-        raise NotRechecked("general-wb on a LeNet (its convolutional layers' proxies)")
+    if convolutions:  # from the images up, through the feature maps
+        z = data["X"].astype(np.float64)
     fit, card = fit_of(home, "stolen_memories", SM_FIT_KEYS, entry, t)
     grid = [tuple(int(v) for v in row) for row in fit["grid"]]
     point = (int(fit["chosen"]) if entry.get("n_d") is None
@@ -634,16 +690,20 @@ def general_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t:
     for cut, (weight, bias) in enumerate(layers):
         if cut in attacked:
             top = layers[cut:]
+            influence = conv_path_influence if weight.ndim == 4 else path_influence
             trained, proxies, steps = redrawn_proxies(home, split, study, entry, t, z, y, top,
                                                       rng, cut > 0)
-            chi, at_zero = path_influence([(w[None], b[None]) for w, b in top], z[audit],
-                                          y[audit], steps)
+            chi, at_zero = influence([(w[None], b[None]) for w, b in top], z[audit], y[audit],
+                                     steps)
+            flat = z[audit].reshape(len(audit), -1)
             for r, draw in enumerate(pairs):
-                chi_p, at_zero_p = path_influence(
+                chi_p, at_zero_p = influence(
                     [(w[r * proxies:(r + 1) * proxies], b[r * proxies:(r + 1) * proxies])
                      for w, b in trained], z[audit], y[audit], steps)
-                draw.append((chi[0], chi_p.mean(0), z[audit], at_zero[0], at_zero_p.mean(0)))
-        z = np.maximum(z @ weight.T + bias, 0.0)
+                draw.append((chi[0].reshape(flat.shape), chi_p.mean(0).reshape(flat.shape),
+                             flat, at_zero[0], at_zero_p.mean(0)))
+        z = (conv_features([(weight, bias)], z, flat=False) if weight.ndim == 4
+             else np.maximum(z.reshape(len(z), -1) @ weight.T + bias, 0.0))
     return np.stack([general_wb_logit(fit, point, draw) for draw in pairs])
 
 

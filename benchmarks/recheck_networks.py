@@ -32,10 +32,10 @@ def dense_forward(layers: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray,
 
 
 def conv_features(layers: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray,
-                  dtype: type = np.float64) -> np.ndarray:
-    """Classic LeNet-5's convolutional part, flattened: each 4-d weight a convolution padded
-    to keep the image's size, then ReLU and a 2x2 max-pool (the dense layers are skipped).
-    Torch's functional convolutions: numpy has none."""
+                  dtype: type = np.float64, flat: bool = True) -> np.ndarray:
+    """Classic LeNet-5's convolutional part, flattened unless not ``flat``: each 4-d weight a
+    convolution padded to keep the image's size, then ReLU and a 2x2 max-pool (the dense
+    layers are skipped). Torch's functional convolutions: numpy has none."""
     import torch
     from torch.nn import functional
 
@@ -47,7 +47,7 @@ def conv_features(layers: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray,
                 bias, dtype=as_torch)
             h = functional.max_pool2d(functional.relu(functional.conv2d(
                 h, weight, bias, padding=weight.shape[-1] // 2)), 2)
-    return h.flatten(1).numpy()
+    return (h.flatten(1) if flat else h).numpy()
 
 
 def lenet_forward(layers: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray,

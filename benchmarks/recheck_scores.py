@@ -37,9 +37,7 @@ over the targets: :func:`recheck_drawn.uniform_ranks`); else INCONSISTENT, exit 
 bayes-wb's meta model is recomputed from the layer instances' score files and the network its
 fit saved (MATCH: the meta step exact; its inputs checked where the layers are); general-wb
 from proxies drawn anew and the displacements and meta model its fit saved (CONSISTENT). An
-instance this script cannot recompute (the white-box attacks at a LeNet's convolutional
-layers, which would train convolutional proxies, checked against hand computations in
-``tests/``) is listed as not rechecked.
+instance this script cannot recompute is listed as not rechecked, with the reason.
 """
 
 from __future__ import annotations

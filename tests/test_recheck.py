@@ -562,8 +562,8 @@ def test_its_bayes_wb_proxies_follow_the_recipe_and_its_test_is_the_packages():
     x, y = rng.normal(size=(40, 6)), rng.integers(0, 3, 40)
     subsets = np.stack([np.arange(0, 20), np.arange(20, 40)])
     recipe = {"lr": 0.5, "momentum": 0.0, "epochs": 1, "batch_size": 20}
-    [(w0, b0)] = recheck_drawn.train_proxies(x, y, subsets, {**recipe, "epochs": 0}, [6, 3], 7)
-    [(w1, b1)] = recheck_drawn.train_proxies(x, y, subsets, recipe, [6, 3], 7)
+    [(w0, b0)] = recheck_drawn.train_proxies(x, y, subsets, {**recipe, "epochs": 0}, [(3, 6)], 7)
+    [(w1, b1)] = recheck_drawn.train_proxies(x, y, subsets, recipe, [(3, 6)], 7)
     for k, rows in enumerate(subsets):
         logits = x[rows] @ w0[k].T + b0[k]
         error = (np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
@@ -597,6 +597,77 @@ def test_its_bayes_wb_proxies_follow_the_recipe_and_its_test_is_the_packages():
             np.testing.assert_allclose(theirs, ours, rtol=1e-9, atol=1e-9)
 
 
+def _lenet_head(channels: int = 2) -> object:
+    import torch
+
+    return torch.nn.Sequential(torch.nn.Conv2d(channels, 3, 3, padding=1), torch.nn.ReLU(),
+                               torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+                               torch.nn.Linear(12, 4), torch.nn.ReLU(), torch.nn.Linear(4, 3))
+
+
+def _stacked_layers(heads: list) -> list[tuple[np.ndarray, np.ndarray]]:
+    import torch
+
+    layers = [[m for m in head.modules() if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d))]
+              for head in heads]
+    return [tuple(np.stack([getattr(net[j], key).detach().numpy() for net in layers])
+                  for key in ("weight", "bias")) for j in range(len(layers[0]))]
+
+
+def test_its_bayes_wb_at_a_convolution_is_the_packages():
+    """bayes-wb and general-wb at a LeNet's convolutional layer: the recheck's stacked
+    convolutions (one grouped convolution, a group a network) and its local linear models by
+    autograd at the midpoints give the package's test and influence pairs, and a network of
+    the stack the same as alone."""
+    import torch
+
+    from miarepro.attacks.stolen_memories import _bayes_logit, _pairs
+
+    torch.manual_seed(3)
+    heads = [_lenet_head().double() for _ in range(3)]
+    z = np.abs(np.random.default_rng(3).normal(size=(30, 2, 4, 4)))
+    y = np.random.default_rng(4).integers(0, 3, 30)
+    pairs = [p.detach().numpy() for p in _pairs(heads[0], heads[1:], torch.as_tensor(z),
+                                                torch.as_tensor(y), 4)]
+    own = recheck_drawn.conv_path_logit(_stacked_layers(heads), z, y, 4, chunk=7)
+    np.testing.assert_allclose(_bayes_logit(pairs), own[0] - own[1:].mean(0), rtol=1e-9,
+                               atol=1e-9)
+    chi, at_zero = recheck_drawn.conv_path_influence(_stacked_layers(heads), z, y, 4)
+    for theirs, ours in zip(pairs[:2] + pairs[3:], (chi[0], chi[1:].mean(0), at_zero[0],
+                                                    at_zero[1:].mean(0)), strict=True):
+        np.testing.assert_allclose(theirs, ours.reshape(theirs.shape), rtol=1e-9, atol=1e-9)
+    one = recheck_drawn.conv_path_logit(_stacked_layers(heads[1:2]), z, y, 4)
+    np.testing.assert_allclose(one[0], own[1], rtol=1e-12)  # alone as in the stack
+
+
+def test_its_convolutional_proxies_train_each_on_its_own_rows():
+    """One epoch of full-batch SGD of two stacked LeNet heads on different rows is one step of
+    each head's own mean cross-entropy gradient, as torch's autograd gives it on the head
+    alone."""
+    import torch
+
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=(40, 2, 4, 4)), rng.integers(0, 3, 40)
+    subsets = np.stack([np.arange(0, 20), np.arange(20, 40)])
+    recipe = {"lr": 0.5, "momentum": 0.0, "epochs": 1, "batch_size": 20}
+    shapes = [(3, 2, 3, 3), (4, 12), (3, 4)]
+    before = recheck_drawn.train_proxies(x, y, subsets, {**recipe, "epochs": 0}, shapes, 7)
+    after = recheck_drawn.train_proxies(x, y, subsets, recipe, shapes, 7)
+    for k, rows in enumerate(subsets):
+        head = _lenet_head().double()
+        layers = [m for m in head.modules() if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d))]
+        with torch.no_grad():
+            for layer, (weight, bias) in zip(layers, before, strict=True):
+                layer.weight.copy_(torch.as_tensor(weight[k]))
+                layer.bias.copy_(torch.as_tensor(bias[k]))
+        torch.nn.functional.cross_entropy(head(torch.as_tensor(x[rows])),
+                                          torch.as_tensor(y[rows])).backward()
+        for layer, (weight, bias), (w0, b0) in zip(layers, after, before, strict=True):
+            np.testing.assert_allclose(weight[k], w0[k] - 0.5 * layer.weight.grad.numpy(),
+                                       atol=1e-6)
+            np.testing.assert_allclose(bias[k], b0[k] - 0.5 * layer.bias.grad.numpy(), atol=1e-6)
+
+
 def test_its_proxies_train_with_the_targets_dropout_where_it_has_one():
     """Dropout as the target's MLP has it, after each hidden ReLU and on the features of a
     cut just above one (the package's ``split_at``): without it a redraw is the same as
@@ -607,18 +678,19 @@ def test_its_proxies_train_with_the_targets_dropout_where_it_has_one():
     x, y = rng.normal(size=(40, 6)) * 1e-3, rng.integers(0, 3, 40)
     subsets = np.arange(40)[None]
     step = {"lr": 100.0, "momentum": 0.0, "epochs": 1, "batch_size": 40}
-    plain = recheck_drawn.train_proxies(x, y, subsets, step, [6, 3], 7)
-    for sizes, on_input in (([6, 3], False), ([6, 5, 3], False), ([6, 3], True)):
+    plain = recheck_drawn.train_proxies(x, y, subsets, step, [(3, 6)], 7)
+    for shapes, on_input in (([(3, 6)], False), ([(5, 6), (3, 5)], False), ([(3, 6)], True)):
         same = [np.array_equal(a, b) for layer, other in zip(
-            recheck_drawn.train_proxies(x, y, subsets, step, sizes, 7),
-            recheck_drawn.train_proxies(x, y, subsets, step, sizes, 7, 0.5, on_input),
+            recheck_drawn.train_proxies(x, y, subsets, step, shapes, 7),
+            recheck_drawn.train_proxies(x, y, subsets, step, shapes, 7, 0.5, on_input),
             strict=True) for a, b in zip(layer, other, strict=True)]
-        assert all(same) == (sizes == [6, 3] and not on_input)
+        assert all(same) == (len(shapes) == 1 and not on_input)
     # each seed's step with dropout less its step without (the same initialisation)
-    gaps = np.array([recheck_drawn.train_proxies(x, y, subsets, step, [6, 3], seed, 0.5, True)[0][0]
-                     - recheck_drawn.train_proxies(x, y, subsets, step, [6, 3], seed)[0][0]
+    linear = [(3, 6)]
+    gaps = np.array([recheck_drawn.train_proxies(x, y, subsets, step, linear, seed, 0.5, True)[0][0]
+                     - recheck_drawn.train_proxies(x, y, subsets, step, linear, seed)[0][0]
                      for seed in range(100)])
-    init = recheck_drawn.train_proxies(x, y, subsets, {**step, "epochs": 0}, [6, 3], 7)[0][0]
+    init = recheck_drawn.train_proxies(x, y, subsets, {**step, "epochs": 0}, [(3, 6)], 7)[0][0]
     assert gaps.std(0).min() > 0.1 * np.abs(plain[0][0] - init).mean()
     np.testing.assert_allclose(gaps.mean(0), 0.0, atol=4 * gaps.std(0).max() / np.sqrt(100))
 
@@ -659,6 +731,36 @@ def test_its_dp_sgd_clips_each_records_gradient_and_solves_the_packages_noise(mo
                                strict=True):
             expected = torch.einsum("b,b...->...", scale, per_record[name]) / 40
             torch.testing.assert_close(param.grad[k], expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("architecture", "dp", "rechecked"), [
+    ({"arch": "mlp", "widths": [4]}, False, True),
+    ({"arch": "mlp", "widths": [4], "dropout": 0.5}, False, True),
+    ({"arch": "mlp", "widths": [4]}, True, True),
+    ({"arch": "mlp", "widths": [4], "dropout": 0.5}, True, False),
+    ({"arch": "mlp", "widths": [4], "activation": "tanh"}, False, False)])
+def test_its_white_box_target_is_rebuilt_where_its_proxies_can_copy_the_recipe(
+        tmp_path, architecture, dp, rechecked):
+    """An MLP target, with dropout or DP-SGD (which the proxies copy) but not both, is rebuilt
+    from its weights and checked against the logits it saved; another is not rechecked."""
+    import torch
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    x = np.random.default_rng(0).normal(size=(6, 3))
+    models = tmp_path / "models" / "target"
+    models.mkdir(parents=True)
+    torch.save(net.state_dict(), models / "0.pt")
+    (models / "0.json").write_text(json.dumps({"architecture": architecture}))
+    with torch.no_grad():
+        np.save(models / "0.npy", net(torch.as_tensor(x, dtype=torch.float32)).numpy()[None])
+    study = {"training": {"dp": {"epsilon": 1.0}} if dp else {}}
+    if not rechecked:
+        with pytest.raises(recheck_inputs.NotRechecked, match="ReLU MLP"):
+            recheck_drawn.dense_target(tmp_path, {"X": x}, study, 0, "general-wb")
+        return
+    layers, convolutions, z = recheck_drawn.dense_target(tmp_path, {"X": x}, study, 0, "x")
+    assert convolutions == 0 and len(layers) == 2 and np.array_equal(z, x)
 
 
 @pytest.mark.parametrize(("n_d", "n_m"), [(0, 0), (16, 0), (0, 16), (4, 4)])
