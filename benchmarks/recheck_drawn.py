@@ -688,6 +688,7 @@ def general_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t:
     y, rng = data["y"], np.random.default_rng([SEED, t, 0x6B])
     pairs: list[list[tuple]] = [[] for _ in range(REDRAWS)]
     for cut, (weight, bias) in enumerate(layers):
+        z = z if weight.ndim == 4 else z.reshape(len(z), -1)  # dense layers read maps flat
         if cut in attacked:
             top = layers[cut:]
             influence = conv_path_influence if weight.ndim == 4 else path_influence
@@ -703,7 +704,7 @@ def general_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t:
                 draw.append((chi[0].reshape(flat.shape), chi_p.mean(0).reshape(flat.shape),
                              flat, at_zero[0], at_zero_p.mean(0)))
         z = (conv_features([(weight, bias)], z, flat=False) if weight.ndim == 4
-             else np.maximum(z.reshape(len(z), -1) @ weight.T + bias, 0.0))
+             else np.maximum(z @ weight.T + bias, 0.0))
     return np.stack([general_wb_logit(fit, point, draw) for draw in pairs])
 
 
