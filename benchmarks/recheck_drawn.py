@@ -1,7 +1,8 @@
 """The attacks that draw at random, drawn anew with this script's own seed and checked as a
-draw (:func:`consistent`): BMIA, Subpop, MERLIN and Stolen Memories' bayes-wb and general-wb.
+draw: BMIA, Subpop, MERLIN and Stolen Memories' bayes-wb and general-wb.
 
-:data:`REDRAWS` draws of the same scores, on each of BMIA's first :data:`BMIA_TARGETS` targets.
+:data:`REDRAWS` draws of the same scores (more where one draw serves every record and the
+targets are few: :func:`shared_redraws`), on each of BMIA's first :data:`BMIA_TARGETS` targets.
 For BMIA the reference model and its training records come from the fit's card (their hashes
 checked), its penultimate features and last layer from the fit (checked against the logits the
 model saved), and Liu et al.'s last-layer Laplace posterior is formed here (the GGN, KFAC,
@@ -15,19 +16,19 @@ score :data:`CONV_RECORDS` of each target's audited records. Stolen Memories' ba
 layer of an MLP or LeNet target (:func:`bayes_wb`): a redraw trains as many proxies as the
 fit, by the study's recipe (with its dropout or DP-SGD), with code of this script's own (a
 LeNet's convolutions stacked as one grouped convolution); as the proxies serve every record at
-once, the draw check reads each draw whole (``shared`` in :func:`consistent`), as it does
-BMIA's MC weights. general-wb (:func:`general_wb`): at every layer its fit attacks, proxies
-redrawn as bayes-wb's, their local linear models and the target's read by the displacements
-and meta model the fit saved.
+once, the draw check reads each draw whole (:func:`summary_ranks`), as it does BMIA's MC
+weights; records drawn one by one are checked by :func:`consistent`. general-wb
+(:func:`general_wb`): at every layer its fit attacks, proxies redrawn as bayes-wb's, their
+local linear models and the target's read by the displacements and meta model the fit saved.
 
 Controls (redraws under a wrong setting against the file, in standard deviations):
 
 - bmia-mnist's KFAC instance: a posterior 2% too wide 4.9, N = 95 for 100 9.0, the diagonal
   posterior 103;
-- bmia-mnist's MC predictive: GLM redraws against the MC file 5.0 (7.2 by the distance per
-  target that :func:`uniform_ranks` replaced, which over 3 targets cannot pass 4.6), MC
-  redraws against the GLM file 1.3 and N = 90 for 100 2.8 (MC draws vary much more from one
-  to the next);
+- bmia-mnist's MC predictive (3 targets, 60 redraws): GLM redraws against the MC file 2.0
+  and N = 90 for 100 1.7 (5.0 and 2.8 with a t per target and summary), MC redraws against
+  the GLM file 2.3: MC draws vary so much from one to the next that the check tells little
+  within them;
 - subpop-mnist: beta 0.045 or 0.06 for 0.05, 6.8 and 13.7 (black-box: 5.8 and 7.6); MERLIN's
   scale 0.8 or 1.2 times its fit's, 11.3 and 9.7;
 - subpop-mnist-lenet (500 records): beta 0.025 or 0.1, 29.5 and 17.8, but 0.045 or 0.06 only
@@ -35,21 +36,26 @@ Controls (redraws under a wrong setting against the file, in standard deviations
   MERLIN's scale 0.8 or 1.2 times, 1.4 and 1.5 (MERLIN is at chance on this victim: its
   fractions hardly depend on the scale);
 - bayes-wb on sm-synthetic-100 (10 targets): proxies on twice or 0.8 times the target's
-  training-set size 563 and 18.6, 5 or 20 proxies for 10 16.3 and 16.3, a learning rate of
-  0.05 for 0.1 18.6, weight decay 1e-3 for 1e-4 18.6, but 50 epochs for 100 only 2.9 (18.6:
-  the file's distance from the other draws at one end of the redraws' on all 10 targets); on
-  sm-bcw: 197, 3.4, 2.0, 5.4, 12.7, 13.3 and 3.7;
-- general-wb (minimal) on sm-synthetic-100: 733, then 18.6 for each but the epochs, 3.0; on
-  sm-bcw: 182, 4.5, 3.0, 7.1, 17.5, 37.2 and 6.8; on sm-bcw-dropout (3 targets), proxies
-  trained without the target's dropout 12.2; on sm-bcw-eps-16 and -0-25, without DP-SGD 112
-  and 215.
+  training-set size, 5 or 20 proxies for 10, a learning rate of 0.05 for 0.1 or weight decay
+  1e-3 for 1e-4 all 16.3 to 18.6 (18.6: a summary at the same end of the redraws on all 10
+  targets), but 50 epochs for 100 only 3.9; on sm-bcw 18.6, 3.8, 1.0, 3.4, 14.7, 11.1 and 3.5
+  (with a t per target and summary, before they were ranked: 197, 3.4, 2.0, 5.4, 12.7, 13.3
+  and 3.7, so 20 proxies for 10 there is no longer told);
+- general-wb (minimal) on sm-synthetic-100: 18.6 for each but the epochs, 2.4, and the
+  16-unit or minimal point's model read for the other's 11.8 and 18.6; on sm-bcw: 18.6, 4.2,
+  4.5, 7.1, 16.3, 18.6 and 6.8; on sm-digits (20 targets) 5 proxies for 10, 20.4; on
+  sm-bcw-dropout (3 targets, 60 redraws), proxies trained without the target's dropout 5.4;
+  on sm-bcw-eps-16 and -0-25, without DP-SGD 6.0 and 6.0, the most 3 targets can read (with a
+  t per target: 12.2, 112 and 215);
+- bayes-wb at the LeNet's top layer (sm-mnist-lenet, 3 targets): 5 proxies for the fit's 2,
+  or proxies on 0.8 times the size, only 1.6 and 2.4 (2.1 and 3.6 with a t per target).
 
-One instance fails the check where the evidence says it is a tail draw: general-wb on
-sm-bcw-eps-16, 13.5 in target 0's median score (the other two targets and every other summary
-within 3.4). Its meta model reads the layers near a ReLU kink, so a draw's median has a long
-left tail: of 100 redraws of that target, one lies below the file's median (0.0249) and the
-rest run 0.0346, 0.0351, ... to 0.0607 (median 0.0556), which a t over 20 of them reads as
-13.5 standard deviations.
+Ranking every summary of shared draws removed the one instance that had failed the check
+where the evidence said it was a tail draw: general-wb on sm-bcw-eps-16, 13.5 in target 0's
+median score by a t over 20 redraws (the other two targets and every other summary within
+3.4). Its meta model reads the layers near a ReLU kink, so a draw's median has a long left
+tail: of 100 redraws of that target, one lies below the file's median (0.0249) and the rest
+run 0.0346, 0.0351, ... to 0.0607 (median 0.0556). Its ranks over the 3 targets read 1.2.
 
 bayes-wb's meta model is checked exactly on the layers' scores (:func:`bayes_wb_meta`). The
 training of its meta model and of general-wb's displacements on shadow models is checked
@@ -84,6 +90,7 @@ from scipy import optimize, special, stats
 #: BMIA's check: redraws of each of its first targets, and how far from them (in standard
 #: deviations, t with 19 degrees of freedom: 1e-4 beyond 5 each) a score file may lie
 BMIA_FIT_KEYS, REDRAWS, BMIA_TARGETS, WITHIN = ("hessian", "prior"), 20, 3, 5.0
+MAX_SHARED_REDRAWS = 100  # :func:`shared_redraws`
 BMIA_FIT_DEFAULTS = {"hessian": "kron", "prior": "marglik"}  # Liu et al.'s, the package's
 SEED = 20240917  # the recheck's own draws: unrelated to the workflow's seeds
 
@@ -170,16 +177,17 @@ def bmia_posterior(features: np.ndarray, labels: np.ndarray, weight: np.ndarray,
 
 def bmia_redraws(target_hinge: np.ndarray, mean: np.ndarray, noise: Callable,
                  labels: np.ndarray, n_samples: int, seed: list[int],
-                 weights: Callable | None = None, phi: np.ndarray | None = None) -> np.ndarray:
-    """:data:`REDRAWS` scores of Algorithm 1, each from ``n_samples`` reference logits of every
+                 weights: Callable | None = None, phi: np.ndarray | None = None,
+                 redraws: int = REDRAWS) -> np.ndarray:
+    """``redraws`` scores of Algorithm 1, each from ``n_samples`` reference logits of every
     record drawn anew (``mean`` + :func:`bmia_posterior`'s ``noise``, float32 normals: the
     check is statistical; or, with ``weights``, the MC predictive: ``n_samples`` draws of the
     last layer per redraw, shared by every record at features ``phi``): the one-sided t
     statistic of the target's hinge minus the reference hinges."""
     rng, c = np.random.default_rng(seed), mean.shape[1]
     step = max(1, (1 << 22) // (n_samples * c))
-    draws = np.empty((REDRAWS, len(mean)))
-    for k in range(REDRAWS):
+    draws = np.empty((redraws, len(mean)))
+    for k in range(redraws):
         shared = weights(rng, n_samples) if weights is not None else None
         for start in range(0, len(mean), step):
             rows = slice(start, start + step)
@@ -197,80 +205,85 @@ def bmia_redraws(target_hinge: np.ndarray, mean: np.ndarray, noise: Callable,
     return draws
 
 
-def consistent(member: np.ndarray, score: np.ndarray, redraws: np.ndarray,
-               shared: bool = False) -> float:
-    """How far a score file is from being one more draw of the recheck's ``redraws``, in their
-    standard deviations (a t with ``REDRAWS - 1`` degrees of freedom): the largest of the
-    distances of its AUC, TPR@1% and the median and interquartile range of its scores (a t
-    statistic's scale follows N and the posterior's variance, which a ranking does not show;
-    its mean and standard deviation over records follow its heavy tails at small N) from the
-    redraws', of how much less it correlates (Spearman) with each redraw than they do with
-    each other, and of its ranks among each record's redraws from uniform. A spread is
-    floored at what the statistic can resolve: one member for the TPR, one step between the
-    scores' values for the median and range (MERLIN's fractions), a relative 1e-6 for the
-    rest (redraws that all give one value).
-
-    ``shared``: one random draw serves every record (Stolen Memories' proxies, BMIA's MC
-    weights), so records' ranks are not independent and their histogram has no known spread:
-    it is left out here, and :func:`deviation_rank` takes its place across targets."""
+def consistent(member: np.ndarray, score: np.ndarray, redraws: np.ndarray) -> float:
+    """How far a score file is from being one more draw of the recheck's ``redraws``, each
+    record drawn on its own (BMIA's GLM predictive, Subpop, MERLIN), in their standard
+    deviations (a t with ``REDRAWS - 1`` degrees of freedom): the largest of the distances
+    of its summaries (:func:`summaries`) from the redraws', of how much less it correlates
+    (Spearman) with each redraw than they do with each other, and of its ranks among each
+    record's redraws from uniform. A spread is floored at what the statistic can resolve:
+    one member for the TPR, one step between the scores' values for the median and range
+    (MERLIN's fractions), a relative 1e-6 for the rest (redraws that all give one value).
+    Draws that serve every record at once are checked by :func:`summary_ranks` instead."""
     def distance(theirs: float, ours: np.ndarray, floor: float) -> float:
         spread = max(ours.std(ddof=1), floor, 1e-6 * abs(ours.mean()), 1e-12)
         return abs(theirs - ours.mean()) / (spread * np.sqrt(1 + 1 / len(ours)))
 
-    def tpr(values: np.ndarray) -> float:
-        return rates_at(member, values, 0.01)[0]
-
-    def spread(values: np.ndarray) -> float:
-        return float(np.subtract(*np.percentile(values, [75, 25])))
-
     gaps = np.diff(np.unique(redraws))  # MERLIN's fractions: 1 / T, less float rounding
     gaps = gaps[gaps > 1e-9 * np.abs(redraws).max()]
     step = gaps.min() if gaps.size else 0.0
-    summaries = ((lambda v: rank_auc(member, v), 0.0), (tpr, 1 / member.sum()),
-                 (np.median, step), (spread, step))
+    floors = (0.0, 1 / member.sum(), step, step)
     among = np.array([stats.spearmanr(a, b).statistic
                       for i, a in enumerate(redraws) for b in redraws[i + 1:]])
     with_file = np.array([stats.spearmanr(score, r).statistic for r in redraws])
-    records = []
-    if not shared:
-        # record by record, whatever the scores' distribution: the file's rank among each
-        # record's K redraws is uniform on 0..K (exchangeable draws; ties broken at random, as
-        # MERLIN's fractions tie), so its mean is K / 2, and the share at either end
-        # 2 / (K + 1) (fewer: the file's spread is narrower than the redraws')
-        k, n, ends = len(redraws), len(score), 2 / (len(redraws) + 1)
-        rank = (redraws < score).sum(axis=0) + np.random.default_rng(SEED).integers(
-            0, (redraws == score).sum(axis=0) + 1)
-        records = [abs(rank.mean() - k / 2) / np.sqrt(((k + 1) ** 2 - 1) / 12 / n),
-                   abs(np.isin(rank, (0, k)).mean() - ends) / np.sqrt(ends * (1 - ends) / n)]
+    # record by record, whatever the scores' distribution: the file's rank among each
+    # record's K redraws is uniform on 0..K (exchangeable draws; ties broken at random, as
+    # MERLIN's fractions tie), so its mean is K / 2, and the share at either end
+    # 2 / (K + 1) (fewer: the file's spread is narrower than the redraws')
+    k, n, ends = len(redraws), len(score), 2 / (len(redraws) + 1)
+    rank = (redraws < score).sum(axis=0) + np.random.default_rng(SEED).integers(
+        0, (redraws == score).sum(axis=0) + 1)
     return max(*(distance(f(score), np.array([f(r) for r in redraws]), floor)
-                 for f, floor in summaries),
+                 for f, floor in zip(summaries(member), floors, strict=True)),
                max(0.0, among.mean() - with_file.mean()) / max(among.std(ddof=1), 1e-6),
-               *records)
+               abs(rank.mean() - k / 2) / np.sqrt(((k + 1) ** 2 - 1) / 12 / n),
+               abs(np.isin(rank, (0, k)).mean() - ends) / np.sqrt(ends * (1 - ends) / n))
 
 
-def deviation_rank(score: np.ndarray, redraws: np.ndarray) -> int:
-    """Where a file lies among draws that each serve every record at once: the rank, 0..K,
-    of its mean absolute distance from the other draws' mean among each redraw's own (ties
-    broken at random). A file drawn like the redraws is exchangeable with them, so its rank
-    is uniform whatever the distances' distribution; one with more or less noise (proxies on
-    fewer records, or fewer of them) lies at an end on every target (:func:`uniform_ranks`)."""
+def summaries(member: np.ndarray) -> tuple[Callable[[np.ndarray], float], ...]:
+    """What the draw checks compare of a score file: its AUC, TPR@1%, and the median and
+    interquartile range of its scores (a t statistic's scale follows N and the posterior's
+    variance, which a ranking does not show; its mean and standard deviation over records
+    follow its heavy tails at small N)."""
+    return (lambda v: rank_auc(member, v), lambda v: rates_at(member, v, 0.01)[0], np.median,
+            lambda v: float(np.subtract(*np.percentile(v, [75, 25]))))
+
+
+def summary_ranks(member: np.ndarray, score: np.ndarray, redraws: np.ndarray,
+                  rng: np.random.Generator) -> list[int]:
+    """Where a file lies among draws that each serve every record at once (Stolen Memories'
+    proxies, BMIA's MC weights), summary by summary: the rank, 0..K, of its :func:`summaries`
+    among the redraws', and of its mean Spearman correlation with the other draws and its
+    mean absolute distance from their mean among each redraw's own (ties, as TPRs tie,
+    broken by ``rng``: each target's own, or the ranks' sum would not be the sum of
+    independent uniforms).
+
+    Records share the draw, so their ranks are not independent, and trained proxies' draws
+    have heavy, skewed tails: on sm-digits' general-wb one redraw in 30 to 60 lay beyond 5
+    standard deviations of 20 others, where a t puts one in 10,000, and on sm-bcw-eps-16 a
+    median of one target in 100 lay 13.5 below the rest. A file drawn like the redraws is
+    exchangeable with them, so each rank is uniform whatever that law; a wrong setting
+    (proxies on fewer records, fewer of them, another recipe) puts it at one end on every
+    target, which :func:`uniform_ranks` reads over the targets."""
     draws = np.vstack([score[None], redraws])
-    distance = np.array([np.abs(d - np.delete(draws, j, 0).mean(0)).mean()
-                         for j, d in enumerate(draws)])
-    ties = int((distance[1:] == distance[0]).sum())
-    return int((distance[1:] < distance[0]).sum()) + int(
-        np.random.default_rng(SEED).integers(0, ties + 1))
+    ranked = stats.rankdata(draws, axis=1)
+    correlation = np.corrcoef(ranked)
+    values = [[f(d) for d in draws] for f in summaries(member)]
+    values.append(list((correlation.sum(1) - 1) / (len(draws) - 1)))
+    values.append([np.abs(d - np.delete(draws, j, 0).mean(0)).mean()
+                   for j, d in enumerate(draws)])
+    ranks = []
+    for file, *others in values:
+        others = np.array(others)
+        ranks.append(int((others < file).sum() + rng.integers(0, (others == file).sum() + 1)))
+    return ranks
 
 
 def uniform_ranks(ranks: list[int], k: int) -> float:
-    """How far independent ranks, each uniform on 0..k (one per target: :func:`deviation_rank`),
+    """How far independent ranks, each uniform on 0..k (one per target: :func:`summary_ranks`),
     are from uniform: the two-sided tail probability of their sum under the exact
     distribution (a convolution), as the t with ``REDRAWS - 1`` degrees of freedom beyond
-    which that share lies, so that it reads on :func:`consistent`'s scale. Trained proxies'
-    distances have heavy tails: on sm-digits' general-wb, on three of four targets measured,
-    one redraw in 30 to 60 lay beyond 5 standard deviations of 20 others, where a t puts one
-    in 10,000, so a distance per target would call about one correct file in three
-    inconsistent over its 20 targets; a rank has no such tail."""
+    which that share lies, so that it reads on :func:`consistent`'s scale."""
     pmf = np.ones(1)
     for _ in ranks:
         pmf = np.convolve(pmf, np.full(k + 1, 1 / (k + 1)))
@@ -279,9 +292,25 @@ def uniform_ranks(ranks: list[int], k: int) -> float:
     return float(stats.t.isf(tail / 2, REDRAWS - 1))
 
 
+def shared_redraws(targets: int) -> int:
+    """How many redraws a check of draws that serve every record needs over ``targets``
+    targets: at least :data:`REDRAWS`, and enough that a file at the same end of the redraws
+    on every target reads one unit beyond :data:`WITHIN` (:func:`uniform_ranks`). Over 3
+    targets 20 redraws could reach 4.6 at most, so that the rank test could never fail
+    there; 60 reach 6.0, what 20 reach over 4 targets. Fewer than 3 targets would need
+    hundreds: such a study is not rechecked."""
+    redraws = REDRAWS
+    while uniform_ranks([0] * targets, redraws) < WITHIN + 1:
+        if redraws == MAX_SHARED_REDRAWS:
+            raise NotRechecked(f"draws shared by every record over {targets} target(s): a "
+                               f"test of their ranks would need more than {redraws} redraws")
+        redraws += 1
+    return redraws
+
+
 def bmia(home: Path, models: Path, split: dict, labels: np.ndarray, entry: dict, t: int,
-         audit: np.ndarray, rows: dict) -> np.ndarray:
-    """BMIA's scores of target ``t`` drawn :data:`REDRAWS` times afresh: the reference model
+         audit: np.ndarray, rows: dict, redraws: int = REDRAWS) -> np.ndarray:
+    """BMIA's scores of target ``t`` drawn ``redraws`` times afresh: the reference model
     (in ``models``, its own study's or a ``reference_study``'s, whose fit it is) and its
     training records from the fit's card (membership checked against the model's),
     its penultimate features and last layer from the fit (checked against the logits the model
@@ -304,7 +333,8 @@ def bmia(home: Path, models: Path, split: dict, labels: np.ndarray, entry: dict,
     phi = features[audit]
     mc = entry.get("predictive", "glm") == "mc"
     return bmia_redraws(hinge, phi @ weight.T + bias, noise(phi), labels[audit],
-                        entry.get("n_samples", 100), [SEED, t], weights if mc else None, phi)
+                        entry.get("n_samples", 100), [SEED, t], weights if mc else None, phi,
+                        redraws)
 
 
 # --- Subpop (Rezaei et al.): Eq. 3 against records like each audited one --------------------
@@ -606,8 +636,9 @@ def dense_target(home: Path, data: dict, study: dict, t: int, attack: str
 
 def redrawn_proxies(home: Path, split: dict, study: dict, entry: dict, t: int, z: np.ndarray,
                     labels: np.ndarray, top: list[tuple[np.ndarray, np.ndarray]],
-                    rng: np.random.Generator, hidden: bool) -> tuple[list, int, int]:
-    """:data:`REDRAWS` x the fit's count of proxies of the ``top`` layers (its card), each on
+                    rng: np.random.Generator, hidden: bool, redraws: int
+                    ) -> tuple[list, int, int]:
+    """``redraws`` x the fit's count of proxies of the ``top`` layers (its card), each on
     as many random hold-out records as the target's training set, on the target's features
     ``z`` below them (:func:`train_proxies`, the study's recipe and the MLP's dropout, on
     ``z`` too where it is a ``hidden`` layer's output): the trained layers, the count per
@@ -616,15 +647,15 @@ def redrawn_proxies(home: Path, split: dict, study: dict, entry: dict, t: int, z
     proxies, size, steps = int(info["proxies"]), int(info["proxy_size"]), int(info["steps"])
     hold_out = partition(split, t)["reference_pool"]
     subsets = np.stack([rng.choice(hold_out, size, replace=False)
-                        for _ in range(REDRAWS * proxies)])
+                        for _ in range(redraws * proxies)])
     return (train_proxies(z, labels, subsets, study["training"], [w.shape for w, _ in top],
                           int(rng.integers(2**31)), study["model"].get("dropout", 0.0),
                           on_input=hidden), proxies, steps)
 
 
 def bayes_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t: int,
-             audit: np.ndarray) -> np.ndarray:
-    """bayes-wb's scores of target ``t`` at its layer ``l``, :data:`REDRAWS` times: Algorithm
+             audit: np.ndarray, redraws: int = REDRAWS) -> np.ndarray:
+    """bayes-wb's scores of target ``t`` at its layer ``l``, ``redraws`` times: Algorithm
     4's local linear test ``(chi - mean chi_proxy)^T z + g(0) - mean g_proxy(0)`` at the
     target's features ``z = h(x)`` below layer ``l`` and the record's class, each local
     linear model by :func:`path_logit` with the fit's midpoint steps (at the top layer, the
@@ -642,11 +673,12 @@ def bayes_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t: i
         z = np.maximum(z @ weight.T + bias, 0.0)
     y = data["y"]
     trained, proxies, steps = redrawn_proxies(home, split, study, entry, t, z, y, layers[cut:],
-                                              np.random.default_rng([SEED, t, 0x5A]), cut > 0)
+                                              np.random.default_rng([SEED, t, 0x5A]), cut > 0,
+                                              redraws)
     target = local_logit([(w[None], b[None]) for w, b in layers[cut:]], z[audit], y[audit],
                          steps)
     proxy = local_logit(trained, z[audit], y[audit], steps)
-    return target - proxy.reshape(REDRAWS, proxies, len(audit)).mean(1)
+    return target - proxy.reshape(redraws, proxies, len(audit)).mean(1)
 
 
 def general_wb_logit(fit: dict, point: int, layers: list[tuple[np.ndarray, ...]]) -> np.ndarray:
@@ -669,8 +701,8 @@ def general_wb_logit(fit: dict, point: int, layers: list[tuple[np.ndarray, ...]]
 
 
 def general_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t: int,
-               audit: np.ndarray) -> np.ndarray:
-    """general-wb's scores of target ``t``, :data:`REDRAWS` times: at each layer the fit
+               audit: np.ndarray, redraws: int = REDRAWS) -> np.ndarray:
+    """general-wb's scores of target ``t``, ``redraws`` times: at each layer the fit
     attacks, the target's local linear model and the mean of its redrawn proxies'
     (:func:`path_influence`, :func:`redrawn_proxies`), read by the displacements and meta
     model the fit saved at the instance's point of its sweep (:func:`general_wb_logit`): the
@@ -686,14 +718,14 @@ def general_wb(home: Path, data: dict, split: dict, study: dict, entry: dict, t:
              else grid.index((entry["n_d"], entry["n_m"])))
     attacked = range(len(layers))[-len(card["info"]["layers"]):]  # every layer, or the top
     y, rng = data["y"], np.random.default_rng([SEED, t, 0x6B])
-    pairs: list[list[tuple]] = [[] for _ in range(REDRAWS)]
+    pairs: list[list[tuple]] = [[] for _ in range(redraws)]
     for cut, (weight, bias) in enumerate(layers):
         z = z if weight.ndim == 4 else z.reshape(len(z), -1)  # dense layers read maps flat
         if cut in attacked:
             top = layers[cut:]
             influence = conv_path_influence if weight.ndim == 4 else path_influence
             trained, proxies, steps = redrawn_proxies(home, split, study, entry, t, z, y, top,
-                                                      rng, cut > 0)
+                                                      rng, cut > 0, redraws)
             chi, at_zero = influence([(w[None], b[None]) for w, b in top], z[audit], y[audit],
                                      steps)
             flat = z[audit].reshape(len(audit), -1)

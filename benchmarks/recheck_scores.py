@@ -31,9 +31,11 @@ Attacks that draw at random are checked as a draw, CONSISTENT (:func:`recheck_dr
 the file's AUC, TPR@1%, median and interquartile range of scores lie within
 :data:`recheck_drawn.WITHIN` standard deviations of the redraws' (a t with 19 degrees of
 freedom: each beyond it once in 10,000), it correlates with the redraws as they do with each
-other, and its rank among each record's redraws is uniform (where one draw serves every
-record, as proxies and MC weights do, the rank of its distance from the other draws' mean,
-over the targets: :func:`recheck_drawn.uniform_ranks`); else INCONSISTENT, exit status 1.
+other, and its rank among each record's redraws is uniform; where one draw serves every
+record, as proxies and MC weights do, each of those summaries' rank among the redraws' is
+uniform over the targets (:func:`recheck_drawn.summary_ranks`,
+:func:`recheck_drawn.uniform_ranks`, with enough redraws to fail over 3 targets:
+:func:`recheck_drawn.shared_redraws`); else INCONSISTENT, exit status 1.
 bayes-wb's meta model is recomputed from the layer instances' score files and the network its
 fit saved (MATCH: the meta step exact; its inputs checked where the layers are); general-wb
 from proxies drawn anew and the displacements and meta model its fit saved (CONSISTENT). An
@@ -48,6 +50,7 @@ import json
 import re
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -59,15 +62,17 @@ from recheck_drawn import (
     CONV_RECORDS,
     REDRAWN_ON_A_SAMPLE,
     REDRAWS,
+    SEED,
     SM_FIT_KEYS,
     WITHIN,
     bayes_wb,
     bayes_wb_meta,
     bmia,
     consistent,
-    deviation_rank,
     general_wb,
+    shared_redraws,
     subpop,
+    summary_ranks,
     uniform_ranks,
 )
 from recheck_iha import TooLarge, iha, known_records, products, target_curvature, target_model
@@ -168,9 +173,14 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
 
     rows = {key: [] for key in ("abs", "rel", "tol", "rho", "ours", "theirs", "step", "agree",
                                 "z", "rank", "delta")}
-    for t, theirs in pd.read_parquet(scores).groupby("target"):
-        if kind == "bmia" and t >= BMIA_TARGETS:
-            continue
+    frame = pd.read_parquet(scores)
+    if kind == "bmia":
+        frame = frame[frame["target"] < BMIA_TARGETS]
+    # shared: one draw serves every record (proxies, MC weights), read whole over the targets
+    shared = (kind in ("bayes_wb", "general_wb") and not entry.get("meta")) or (
+        kind == "bmia" and entry.get("predictive") == "mc")
+    redraws = shared_redraws(frame["target"].nunique()) if shared else REDRAWS
+    for t, theirs in frame.groupby("target"):
         part, t = partition(split, int(t)), int(t)
         if kind in REDRAWN_ON_A_SAMPLE and spec["model"]["arch"] != "mlp":
             theirs = theirs.iloc[np.linspace(0, len(theirs) - 1, CONV_RECORDS).astype(int)]
@@ -266,21 +276,20 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
                 entry, t, audit[kept]))
         elif kind in ("bayes_wb", "general_wb"):
             ours = (bayes_wb if kind == "bayes_wb" else general_wb)(home, data, split, spec,
-                                                                    entry, t, audit)
+                                                                    entry, t, audit, redraws)
         elif kind == "bmia":
-            ours = bmia(home, models, split, labels, entry, t, audit, rows)
+            ours = bmia(home, models, split, labels, entry, t, audit, rows, redraws)
         else:
             raise NotRechecked(f"{kind} with " + ", ".join(
                 f"{key}={value}" for key, value in entry.items()
                 if key not in ("attack", "label", "paper_attack", "paper_setting")))
         if ours.ndim == 2:  # redrawn: the file must be one more draw where there are several
-            if len(ours) > 1:  # shared: one draw serves every record (proxies, MC weights)
-                shared = kind in ("bayes_wb", "general_wb") or entry.get("predictive") == "mc"
-                rows["z"].append(consistent(member[audit[kept]], theirs["score"].to_numpy(),
-                                            ours[:, kept], shared))
+            if len(ours) > 1:
+                drawn = member[audit[kept]], theirs["score"].to_numpy(), ours[:, kept]
                 if shared:
-                    rows["rank"].append(deviation_rank(theirs["score"].to_numpy(),
-                                                       ours[:, kept]))
+                    rows["rank"].append(summary_ranks(*drawn, np.random.default_rng([SEED, t])))
+                else:
+                    rows["z"].append(consistent(*drawn))
             ours = ours[0]
         ours, audit = ours[kept], audit[kept]
         diff = np.abs(ours - (score := theirs["score"].to_numpy()))
@@ -290,8 +299,8 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
         rows["rho"].append(stats.spearmanr(ours, score).statistic)
         rows["ours"].append(rank_auc(member[audit], ours))
         rows["theirs"].append(rank_auc(member[audit], score))
-    if rows["rank"]:  # shared draws: the file's spread among the redraws', over targets
-        rows["z"].append(uniform_ranks(rows["rank"], REDRAWS))
+    if rows["rank"]:  # shared draws: each summary's ranks over the targets
+        rows["z"] += [uniform_ranks(ranks, redraws) for ranks in zip(*rows["rank"], strict=True)]
     close = min(rows["rho"]) > 0.9999 and np.ptp([rows["ours"], rows["theirs"]], 0).max() < 1e-3
     mean = {key: np.mean(values) if values else np.nan for key, values in rows.items()}
     verdict = "MATCH" if max(rows["tol"]) <= 1 else "CLOSE" if close else "MISMATCH"
@@ -336,13 +345,18 @@ def main() -> int:
     parser.add_argument("--all", action="store_true",
                         help="every attack instance of the run, each study and replicate; one "
                              "this script cannot recompute, or whose check fails, is a row")
+    parser.add_argument("--exclude", nargs="+", default=[], metavar="STUDY:ATTACK",
+                        help="with --all, pairs to leave out (the LeNet's convolutional "
+                             "white-box instances take the longest, most of an hour each)")
     parser.add_argument("pairs", nargs="*", help="STUDY:ATTACK (default: a list of "
                                                  f"{len(DEFAULT)} covering every family)")
     args = parser.parse_args()
     if args.all and args.pairs:
         parser.error("give STUDY:ATTACK pairs or --all, not both")
+    if args.exclude and not args.all:
+        parser.error("--exclude goes with --all")
     config = yaml.safe_load(args.config.read_text())
-    pairs = every_pair(args.run, config) if args.all else args.pairs or DEFAULT
+    pairs = every_pair(args.run, config, args.exclude) if args.all else args.pairs or DEFAULT
     curvatures: dict = {}
     rows, skipped = [], []
     for number, pair in enumerate(pairs, 1):
@@ -373,14 +387,17 @@ def main() -> int:
     return int(~table["verdict"].isin(["MATCH", "CLOSE", "CONSISTENT"]).all())
 
 
-def every_pair(run: Path, config: dict) -> list[str]:
-    """``STUDY:ATTACK`` for every score file of the run that the config names."""
+def every_pair(run: Path, config: dict, exclude: Sequence[str] = ()) -> list[str]:
+    """``STUDY:ATTACK`` for every score file of the run that the config names, less
+    ``exclude`` (each of which must be one)."""
     pairs = []
     for home in sorted((run / "results" / "studies").iterdir()):
         base = re.sub(r"-r\d+$", "", home.name)
         pairs += [f"{home.name}:{attack}" for attack in config["studies"].get(base, {}).get(
             "attacks", {}) if (home / "scores" / f"{attack}.parquet").exists()]
-    return pairs
+    if unknown := set(exclude) - set(pairs):
+        raise SystemExit(f"--exclude: no score file of {', '.join(sorted(unknown))} in {run}")
+    return [pair for pair in pairs if pair not in exclude]
 
 
 if __name__ == "__main__":

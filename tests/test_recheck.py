@@ -478,10 +478,12 @@ def test_its_draw_check_holds_for_tied_scores_and_tells_a_shift():
 
 
 def _shared_draws(rng: np.random.Generator, file_noise: float, targets: int,
-                  far_off: float = 0.0) -> list[tuple[np.ndarray, np.ndarray]]:
+                  far_off: float = 0.0, redraws: int = recheck_drawn.REDRAWS,
+                  offset: float = 0.0) -> list[tuple[np.ndarray, np.ndarray]]:
     """``(file, redraws)`` on each of ``targets`` targets, draws that shift every record
     together, as proxies do, by a normal shift, five times wider with chance ``far_off`` (a
-    proxy far off); per-record noise 0.3, the file's ``file_noise``."""
+    proxy far off); per-record noise 0.3, the file's ``file_noise``, and its shift off by
+    ``offset`` (a setting that biases every draw)."""
     drawn = []
     for _ in range(targets):
         base = rng.normal(size=500)
@@ -490,43 +492,49 @@ def _shared_draws(rng: np.random.Generator, file_noise: float, targets: int,
             shift = rng.normal() * (5 if rng.random() < far_off else 1)
             return base + shift + noise * rng.normal(size=500)
 
-        redraws = np.array([draw(0.3) for _ in range(recheck_drawn.REDRAWS)])
-        drawn.append((draw(file_noise), redraws))
+        drawn.append((draw(file_noise) + offset, np.array([draw(0.3) for _ in range(redraws)])))
     return drawn
+
+
+def _rank_check(member: np.ndarray, drawn: list[tuple[np.ndarray, np.ndarray]]) -> float:
+    """The largest of :func:`recheck_drawn.uniform_ranks` over the summaries' ranks."""
+    ranks = [recheck_drawn.summary_ranks(member, *pair, np.random.default_rng(t))
+             for t, pair in enumerate(drawn)]
+    return max(recheck_drawn.uniform_ranks(column, len(drawn[0][1]))
+               for column in zip(*ranks, strict=True))
 
 
 def test_its_draw_check_of_shared_draws_reads_each_draw_whole():
     """Stolen Memories' proxies serve every record at once: a draw shifts all records
     together, so the records' ranks among the redraws are not independent and their
-    histogram misfires even on a file drawn like the redraws. With ``shared`` it is left
-    out, and each draw's mean distance from the others' mean takes its place, ranked over
-    targets: such a file passes, one whose per-record noise is twice the redraws' on each
-    of 5 targets does not."""
+    histogram misfires even on a file drawn like the redraws. Such draws are read whole,
+    each summary ranked among the redraws' over targets: a file drawn like them passes, one
+    whose per-record noise is twice the redraws' on each of 5 targets does not."""
     rng = np.random.default_rng(4)
     member = np.arange(500) < 250
     [(file, redraws)] = _shared_draws(rng, 0.3, 1)
     assert recheck_drawn.consistent(member, file, redraws) > recheck_drawn.WITHIN
     for noise, passes in ((0.3, True), (0.6, False)):
-        drawn = _shared_draws(rng, noise, 5)
-        worst = max(*(recheck_drawn.consistent(member, *pair, shared=True) for pair in drawn),
-                    recheck_drawn.uniform_ranks([recheck_drawn.deviation_rank(*pair)
-                                                 for pair in drawn], recheck_drawn.REDRAWS))
-        assert (worst <= recheck_drawn.WITHIN) == passes
+        assert (_rank_check(member, _shared_draws(rng, noise, 5)) <= recheck_drawn.WITHIN
+                ) == passes
 
 
 def test_its_rank_of_shared_draws_keeps_its_rate_where_a_draw_is_now_and_then_far_off():
     """Trained proxies now and then land far off (heavy-tailed draws): a file drawn like the
     redraws then lies beyond 5 standard deviations of a target's 20 redraws far more often
-    than a t's once in 10,000 (23 in 1,000 here), while its ranks over targets stay
-    uniform: their tail probability falls below 0.1 in about a tenth of 400 studies, and
-    beyond the check's bound in none."""
+    than a t's once in 10,000 (23 in 1,000 here), while each summary's ranks over targets
+    stay uniform: their tail probability falls below 0.1 in about a tenth of 300 studies,
+    and beyond the check's bound in none."""
     rng = np.random.default_rng(8)
-    z = np.array([recheck_drawn.uniform_ranks(
-        [recheck_drawn.deviation_rank(*pair) for pair in _shared_draws(rng, 0.3, 10, 0.05)],
-        recheck_drawn.REDRAWS) for _ in range(400)])
-    assert 0.06 < np.mean(z > stats.t.isf(0.05, recheck_drawn.REDRAWS - 1)) < 0.14
+    member = np.arange(500) < 250
+    z = np.array([[recheck_drawn.uniform_ranks(column, recheck_drawn.REDRAWS)
+                   for column in zip(*(recheck_drawn.summary_ranks(member, *pair, rng) for pair
+                                       in _shared_draws(rng, 0.3, 10, 0.05)), strict=True)]
+                  for _ in range(300)])
+    rate = np.mean(z > stats.t.isf(0.05, recheck_drawn.REDRAWS - 1), axis=0)
+    assert np.all((0.05 < rate) & (rate < 0.15)), rate
     assert z.max() <= recheck_drawn.WITHIN
-    beyond = 0  # the same draws' distances on a t, target by target: what the rank replaces
+    beyond = 0  # the same draws' distances on a t, target by target: what the ranks replace
     for file, redraws in _shared_draws(rng, 0.3, 1000, 0.05):
         draws = np.vstack([file[None], redraws])
         distance = np.array([np.abs(d - np.delete(draws, j, 0).mean(0)).mean()
@@ -534,6 +542,26 @@ def test_its_rank_of_shared_draws_keeps_its_rate_where_a_draw_is_now_and_then_fa
         beyond += (distance[0] - distance[1:].mean()) / distance[1:].std(ddof=1) > (
             recheck_drawn.WITHIN)
     assert beyond >= 10  # 23 of 1,000, where a t puts 1 in 10,000
+
+
+def test_its_rank_test_of_shared_draws_can_fail_over_three_targets():
+    """Over 3 targets, 20 redraws put even a file at the same end on every target at 4.6,
+    within the bound: the rank test could not fail. :func:`shared_redraws` draws enough
+    (60) that it reads 6.0: a file whose every draw is off by 6 times the draws' spread
+    passes 20 redraws and fails 60, one drawn like them passes. Below 3 targets the check
+    refuses rather than pass."""
+    assert recheck_drawn.uniform_ranks([0] * 3, recheck_drawn.REDRAWS) < recheck_drawn.WITHIN
+    redraws = recheck_drawn.shared_redraws(3)
+    assert recheck_drawn.uniform_ranks([0] * 3, redraws) >= recheck_drawn.WITHIN + 1
+    assert recheck_drawn.uniform_ranks([0] * 3, redraws - 1) < recheck_drawn.WITHIN + 1
+    assert recheck_drawn.shared_redraws(10) == recheck_drawn.REDRAWS
+    rng, member = np.random.default_rng(5), np.arange(500) < 250
+    for count, offset, passes in ((recheck_drawn.REDRAWS, 6, True), (redraws, 6, False),
+                                  (redraws, 0, True)):
+        drawn = _shared_draws(rng, 0.3, 3, redraws=count, offset=offset)
+        assert (_rank_check(member, drawn) <= recheck_drawn.WITHIN) == passes
+    with pytest.raises(recheck_inputs.NotRechecked, match="2 target"):
+        recheck_drawn.shared_redraws(2)
 
 
 def test_its_rank_test_is_the_exact_law_of_a_sum_of_uniform_ranks():
@@ -888,7 +916,8 @@ def test_its_quantile_head_score_is_the_packages():
 
 def test_all_lists_every_score_file_the_config_names(tmp_path):
     """``--all``: every score file of a run whose study (or replicate of one) and attack the
-    config names, and nothing else."""
+    config names, and nothing else; ``--exclude`` leaves pairs out, and stops on one that is
+    not there (a typo would otherwise run the hour it meant to skip)."""
 
     for path in ("s/scores/a.parquet", "s/scores/stale.parquet", "s-r1/scores/a.parquet",
                  "s-r1/scores/b.parquet", "other/scores/a.parquet"):
@@ -896,3 +925,6 @@ def test_all_lists_every_score_file_the_config_names(tmp_path):
         (tmp_path / "results" / "studies" / path).touch()
     config = {"studies": {"s": {"attacks": {"a": {}, "b": {}}}}}
     assert recheck_scores.every_pair(tmp_path, config) == ["s:a", "s-r1:a", "s-r1:b"]
+    assert recheck_scores.every_pair(tmp_path, config, ["s-r1:b"]) == ["s:a", "s-r1:a"]
+    with pytest.raises(SystemExit, match="s:b"):
+        recheck_scores.every_pair(tmp_path, config, ["s:b"])
