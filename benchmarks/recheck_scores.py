@@ -347,7 +347,7 @@ def main() -> int:
                              "this script cannot recompute, or whose check fails, is a row")
     parser.add_argument("--exclude", nargs="+", default=[], metavar="STUDY:ATTACK",
                         help="with --all, pairs to leave out (the LeNet's convolutional "
-                             "white-box instances take the longest, most of an hour each)")
+                             "white-box instances take longest: 23 minutes to over an hour)")
     parser.add_argument("pairs", nargs="*", help="STUDY:ATTACK (default: a list of "
                                                  f"{len(DEFAULT)} covering every family)")
     args = parser.parse_args()
