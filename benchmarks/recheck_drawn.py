@@ -270,8 +270,8 @@ def summary_ranks(member: np.ndarray, score: np.ndarray, redraws: np.ndarray,
     correlation = np.corrcoef(ranked)
     values = [[f(d) for d in draws] for f in summaries(member)]
     values.append(list((correlation.sum(1) - 1) / (len(draws) - 1)))
-    values.append([np.abs(d - np.delete(draws, j, 0).mean(0)).mean()
-                   for j, d in enumerate(draws)])
+    others_mean = (draws.sum(0) - draws) / (len(draws) - 1)  # each draw's, without it
+    values.append(list(np.abs(draws - others_mean).mean(1)))
     ranks = []
     for file, *others in values:
         others = np.array(others)
