@@ -303,18 +303,10 @@ class Run:
     def judged(self, study: str, claim: dict[str, Any], names: list[tuple[str, ...]],
                paper: str) -> Recheck:
         """A claim on one study, from its sides' instances ``names``."""
-        kind = claim["kind"]
         values, resolvable, sides, metrics = self.quantity(study, claim, names)
         ours = judge(claim, paper, [values], [1.0], resolvable, study)
-        if kind in ("close", "not_below") and ours.verdict not in ("fails", "not resolvable"):
-            # vacuous parity: the reference side is as near chance as tolerance + half-width
-            reaches = [abs(s.values.mean() - level) for s, m in
-                       list(zip(sides, metrics, strict=True))[kind == "not_below":]
-                       if (level := fpr_of(m) if m.startswith("tpr@")
-                           else CHANCE.get(m.split("@")[0])) is not None]
-            if reaches and max(reaches) <= (claim["value"] / scale(claim, paper)
-                                            + (ours.high - ours.low) / 2):
-                return ours._replace(verdict="no signal")
+        if vacuous(claim, paper, ours, sides, metrics):
+            return ours._replace(verdict="no signal")
         return ours
 
     def recheck(self, row: pd.Series, claim: dict[str, Any]) -> Recheck:
@@ -331,17 +323,20 @@ class Run:
             found = [self.judged(study, ordering, pair, paper) for pair in pairs]
             if "not resolvable" in (words := [f.verdict for f in found]):
                 return found[words.index("not resolvable")]
-            highs = [interval([self.quantity(study, ordering, pair)[0]], [1.0],
-                              1 - 0.05 / len(pairs))[2] for pair in pairs]
-            if min(highs) < 0:
-                return found[int(np.argmin(highs))]._replace(verdict="fails")
-            return found[int(np.argmin([f.low for f in found]))]._replace(
+            highs = np.array([interval([self.quantity(study, ordering, pair)[0]], [1.0],
+                                       1 - 0.05 / len(pairs))[2] for pair in pairs])
+            if (highs < 0).any():  # a NaN bound (a missing value) neither fails nor hides
+                return found[int(np.argmin(np.where(highs < 0, highs, np.inf)))]._replace(
+                    verdict="fails")
+            lows = np.nan_to_num([f.low for f in found], nan=-np.inf)
+            return found[int(np.argmin(lows))]._replace(
                 verdict="holds" if set(words) == {"holds"} else "inconclusive",
                 chance=all(f.chance for f in found))
         if kind == "predicted":  # greater, of the side with the lower loss where told apart
             gap, known, *_ = self.quantity(study, {**ordering, "metric": claim["predictor"]},
                                            names[::-1])  # loss b - loss a
             _, low, high = interval([gap], [1.0])
+            known = known and not np.isnan([low, high]).any()  # NaN: a loss is missing
             if known and not low <= 0.0 <= high:
                 return self.judged(study, ordering, names[::1 if low > 0 else -1], paper)
             ours = self.judged(study, ordering, names, paper)  # no prediction: no quantity
@@ -398,8 +393,27 @@ class Run:
             with contextlib.suppress(NotRechecked):  # a study without them: the row's "not run"
                 found.append((study, self.instances(study, claim)))
         quantities = [self.quantity(study, claim, names) for study, names in found]
-        return judge(claim, row["paper"], [q[0] for q in quantities], [1 / len(found)] * len(
+        ours = judge(claim, row["paper"], [q[0] for q in quantities], [1 / len(found)] * len(
             found), all(q[1] for q in quantities), ", ".join(study for study, _ in found))
+        if all(vacuous(claim, row["paper"], ours, q[2], q[3]) for q in quantities):
+            return ours._replace(verdict="no signal")  # in every study, as the package judges
+        return ours
+
+
+def vacuous(claim: dict[str, Any], paper: str, ours: Recheck, sides: list, metrics: list
+            ) -> bool:
+    """A parity an attack at chance would pass too: the reference side (b of ``not_below``,
+    how far above chance; the farther of ``close``'s two) within the tolerance plus the
+    interval's half-width of chance."""
+    kind = claim["kind"]
+    if kind not in ("close", "not_below") or ours.verdict in ("fails", "not resolvable"):
+        return False
+    reaches = [s.values.mean() - level if kind == "not_below" else abs(s.values.mean() - level)
+               for s, m in list(zip(sides, metrics, strict=True))[kind == "not_below":]
+               if (level := fpr_of(m) if m.startswith("tpr@")
+                   else CHANCE.get(m.split("@")[0])) is not None]
+    return bool(reaches) and max(reaches) <= (claim["value"] / scale(claim, paper)
+                                              + (ours.high - ours.low) / 2)
 
 
 def out_of_scope(row: pd.Series, claim: dict[str, Any]) -> str | None:

@@ -615,6 +615,8 @@ def estimates(table: pd.DataFrame) -> dict[str, Estimate]:
 
 def _mean_null(metric: str, points: list[dict[str, float]]) -> np.ndarray:
     """The null of a metric's mean over targets (``points``: their rows of a metric table),
-    each target's draws seeded by its index and the metric."""
+    each target's draws seeded by its index and the metric. Drawn apart: a balanced split's
+    twin targets, which audit complementary halves of one pool, move against each other
+    without signal, so for them this null is wider than the truth (a level below 5%)."""
     return np.mean([null_draws(metric, point, np.random.default_rng(
         [int(point["target"]), zlib.crc32(metric.encode())])) for point in points], axis=0)

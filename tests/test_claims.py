@@ -142,6 +142,10 @@ def test_a_parity_that_could_not_fail_reads_the_tolerance_in_the_papers_units(pa
                    f"chance, within the tolerance {tolerance:g} plus the interval's half-width "
                    f"{0.0095 * scale:.3g}")
     assert parity(0.60) == ("holds", "")
+    # b below chance (0.40): an attack at chance is above it and passes too, however far
+    outcome, why = parity(0.40)
+    assert (outcome, why) == ("no signal", "; it could not fail: the reference attack is "
+                                           f"{0.1 * scale:.3g} below chance")
 
 
 def test_a_bound_on_one_attack_at_chance_is_still_checked():
@@ -545,6 +549,11 @@ def test_a_predicted_order_at_chance_or_unresolvable_says_so():
                                 higher)[0] == "not resolvable"
     assert cl.predicted_verdict(premise, estimate(0.9, 0.01), estimate(0.6, 0.01), lower,
                                 higher)[0] == "holds"
+    # a loss missing in one replicate predicts nothing (it once predicted b the better side,
+    # and precision 0.9 against 0.6 then read "fails")
+    missing = Estimate(0.14, np.r_[np.full(1000, 0.14), np.nan], "bootstrap")
+    assert cl.predicted_verdict(premise, estimate(0.9, 0.01), estimate(0.6, 0.01), missing,
+                                higher)[0] == "not resolvable"
 
 
 def test_a_predicted_row_shows_the_predicted_better_side_first(monkeypatch):
@@ -1091,6 +1100,12 @@ def test_a_cost_is_spread_by_the_runs_timing_noise(tmp_path, monkeypatch, metric
     assert cost.draws.min() > 0
     again = cl._measure("s", "lira", metric, config)
     np.testing.assert_array_equal(cost.draws, again.draws)  # seeded: the same verdict twice
+    # one timed model gives no timing noise: the cost is not resolvable, never a certain
+    # verdict on a zero-width interval
+    config["studies"]["s"]["attacks"]["lira"]["n_reference"] = 1
+    alone = cl._measure("s", "lira", metric, config)
+    assert alone.value == 2.0 and not alone.resolvable
+    assert cl.judge(claim("ratio_at_most", 0.5), alone.ratio(cost), False) == "not resolvable"
 
 
 def test_an_audit_costs_its_precompute_and_a_thousand_records(tmp_path, monkeypatch):
@@ -1311,6 +1326,11 @@ def test_matched_best_beats_every_rival_and_fails_only_at_a_bonferroni_level():
     further = _over_replicates(a - (-0.04 + 0.01 * np.sqrt(5.0) * z))  # top: -0.0050 at 97.5%
     outcome, quantity, index = cl.matched_best_verdict(matched, A, [rivals[0], further])
     assert (outcome, index) == ("fails", 1) and quantity.value == pytest.approx(-0.04)
+    # a rival whose values are missing (NaN) neither fails the claim nor hides one that does
+    unknown = _over_replicates(np.full(5, np.nan))
+    outcome, _, index = cl.matched_best_verdict(matched, A, [unknown, further])
+    assert (outcome, index) == ("fails", 1)
+    assert cl.matched_best_verdict(matched, A, [unknown, rivals[0]])[:3:2] == ("inconclusive", 0)
 
 
 def test_a_claim_row_shows_our_numbers_in_the_papers_units():
@@ -1425,3 +1445,44 @@ def test_a_claim_on_a_generator_that_collapsed_in_a_replicate_is_not_run(tmp_pat
     assert results.failed_fit(str(tmp_path), failed, config["studies"][failed], "subpop") == (
         "11% of the attacker's records kept their class in the best of 3 attempts, "
         "against 50%")
+
+
+def test_a_parity_on_average_that_could_not_fail_reads_no_signal(tmp_path, monkeypatch):
+    """A pooled parity (on a par over its studies) is vacuous as one on a study is: where an
+    attack at chance would pass it in every study, its "holds" reads "no signal"."""
+    from miarepro.artifacts import results
+
+    parity = cl.parse_claims("stolen-memories", """
+- id: X-C1
+  artifact: SM-F5
+  statement: "on a par on average"
+  metric: accuracy
+  kind: not_below
+  value: 3.0
+  basis: "a test's"
+  a: {attack: general_wb}
+  b: {attack: bayes_wb}
+  datasets: [synthetic]
+  pooled: true
+""")
+    monkeypatch.setattr(cl, "load_claims", lambda paper: tuple(parity))
+    rng = np.random.default_rng(5)
+
+    def verdict_at(level: float) -> str:
+        values = {study: {"bayes-wb": rng.normal(level, 0.01, 10)} for study in ("s1", "s2")}
+        for draws in values.values():
+            draws["general-wb"] = draws["bayes-wb"] + rng.normal(0.0, 0.002, 10)
+        monkeypatch.setattr(results, "attack_estimates", lambda _r, study, attack: {
+            "accuracy": Estimate(values[study][attack].mean(), values[study][attack],
+                                 "targets")})
+        config = {"artifacts": {}, "studies": {study: {
+            "paper": "stolen-memories", "paper_dataset": "synthetic", "targets": 10,
+            "split": {"scheme": "partition"},
+            "attacks": {name: {"attack": name.replace("-", "_"),
+                               "paper_attack": name.replace("-", "_")}
+                        for name in ("bayes-wb", "general-wb")}} for study in values}}
+        [row] = cl.evaluate(config, list(values)).to_dict("records")
+        return row["verdict"]
+
+    assert verdict_at(0.70) == "holds"  # bayes-wb 20 points above chance: it could fail
+    assert verdict_at(0.51) == "no signal"  # 1 point above chance, within the 3-point tolerance

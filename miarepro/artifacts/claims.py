@@ -359,9 +359,11 @@ def vacuous_parity(claim: Claim, a: Estimate, b: Estimate | None, quantity: Esti
     if claim.kind not in TOLERANCES or b is None:
         return ""
     sides = list(zip((a, b), claim.side_metrics(), strict=True))
-    if claim.kind == "not_below":  # a must not fall below b: b is the reference
+    below = claim.kind == "not_below"  # a must not fall below b: b is the reference
+    if below:  # how far b is above chance: one below it lets an attack at chance pass
         sides = sides[1:]
-    reaches = [abs(side.value - chance) for side, metric in sides
+    reaches = [side.value - chance if below else abs(side.value - chance)
+               for side, metric in sides
                if (chance := uncertainty.chance_level(metric)) is not None]
     if not reaches:
         return ""
@@ -370,6 +372,9 @@ def vacuous_parity(claim: Claim, a: Estimate, b: Estimate | None, quantity: Esti
     tolerance, half = claim.value / scale, (high - low) / 2
     if max(reaches) > tolerance + half:
         return ""
+    if max(reaches) < 0.0:
+        return (f"; it could not fail: the reference attack is {-scale * max(reaches):.3g} "
+                "below chance")
     return (f"; it could not fail: the reference attack is {scale * max(reaches):.3g} from "
             f"chance, within the tolerance {claim.value:g} plus the interval's half-width "
             f"{scale * half:.3g}")
@@ -602,10 +607,13 @@ def matched_best_verdict(claim: Claim, a: Estimate, rivals: list[Estimate]
     if "not resolvable" in words:
         index = words.index("not resolvable")
         return "not resolvable", outcomes[index][1], index
-    highs = [quantity.interval(bonferroni_level(len(rivals)))[1] for _, quantity in outcomes]
-    lows = [quantity.interval()[0] for _, quantity in outcomes]
-    if min(highs) < 0.0:
-        index = int(np.argmin(highs))
+    # a rival's bound may be NaN (a missing value): it neither fails the claim nor hides the
+    # rival that does, and as the least known it is the one the claim is closest to losing to
+    highs = np.array([quantity.interval(bonferroni_level(len(rivals)))[1]
+                      for _, quantity in outcomes])
+    lows = np.nan_to_num([quantity.interval()[0] for _, quantity in outcomes], nan=-np.inf)
+    if (highs < 0.0).any():
+        index = int(np.argmin(np.where(highs < 0.0, highs, np.inf)))
         return "fails", outcomes[index][1], index
     index = int(np.argmin(lows))
     if all(word == "holds" for word in words):
@@ -630,11 +638,12 @@ def predicted_verdict(claim: Claim, a: Estimate, b: Estimate, loss_a: Estimate,
     as_ordering = replace(claim, kind="greater")
     gap = loss_b - loss_a  # above 0: a's loss is the lower, a is predicted better
     low, high = gap.interval()
-    if not gap.resolvable or low <= 0.0 <= high:
+    known = gap.resolvable and not np.isnan([low, high]).any()  # NaN: a loss is missing
+    if not known or low <= 0.0 <= high:
         outcome, _ = verdict(as_ordering, a, b)
         untestable = ("no signal", "not resolvable")
         return (outcome if outcome in untestable
-                else "not resolvable" if not gap.resolvable else "inconclusive"), None, None
+                else "not resolvable" if not known else "inconclusive"), None, None
     first = bool(low > 0.0)
     outcome, quantity = verdict(as_ordering, *((a, b) if first else (b, a)))
     return outcome, quantity, first
@@ -1007,6 +1016,9 @@ def _pooled_rows(claim: Claim, config: dict[str, Any], studies: list[str]
         at_chance = mean.resolvable and claim.kind in COMPARISONS and all(
             _at_chance(claim, *sides) for sides in estimates)
         outcome = judge(claim, mean, at_chance)
+        if outcome in ("holds", "inconclusive") and all(
+                vacuous_parity(claim, *sides, mean) for sides in estimates):
+            outcome = "no signal"  # a parity an attack at chance would pass in every study
         each = ", ".join(f"{study} {_in_paper_units(claim, quantity)}"
                          for (study, _), quantity in zip(found, quantities, strict=True))
         rows.append({**_shown_in(row, showing_artifact(claim, studies_there, config)),
@@ -1245,7 +1257,10 @@ def _measure(study: str, attack: str, metric: str, config: dict[str, Any]) -> Es
         cost = subpop_artifacts.minutes_at_paper_counts(study, study_config, attack)
     seconds = [io.read_json(card)["train_seconds"]
                for card in _timing_cards(res.RESULTS, study, config)]
-    noise = np.std(np.log(seconds), ddof=1) if len(seconds) > 1 else 0.0
+    if len(seconds) < 2:  # no timing noise to decide beyond: a point is not an interval
+        return Estimate(cost, np.full(uncertainty.N_BOOTSTRAP, cost), "bootstrap",
+                        resolvable=False)
+    noise = np.std(np.log(seconds), ddof=1)
     rng = np.random.default_rng(list(f"{study}/{attack}".encode()))
     draws = cost * np.exp(noise * rng.standard_normal(uncertainty.N_BOOTSTRAP))
     return Estimate(cost, draws, "bootstrap")
