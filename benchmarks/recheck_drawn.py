@@ -329,7 +329,7 @@ def bmia(home: Path, models: Path, split: dict, labels: np.ndarray, entry: dict,
         None if info["prior"] == "marglik" else info["prior_precision"])
     rows["delta"].append(abs(delta / info["prior_precision"] - 1))
     target = np.load(home / "models" / "target" / f"{t}.npy")
-    hinge = statistics(target, labels, False)["hinge"][:, audit].mean(axis=0)
+    hinge = statistics(target, labels, False)["hinge"][0, audit]  # the plain input
     phi = features[audit]
     mc = entry.get("predictive", "glm") == "mc"
     return bmia_redraws(hinge, phi @ weight.T + bias, noise(phi), labels[audit],

@@ -225,9 +225,22 @@ def test_bmia_score_is_the_t_test_of_its_reference_hinges(fitted):
 
     few = dataclasses.replace(fitted, audit=fitted.audit[:7])
     draws = reference_hinges(few, 40, "glm")
-    target = few.target_statistic("hinge").mean(axis=0)
+    target = few.target_statistic("hinge")[0]
     expected = stats.ttest_1samp(target[:, None] - draws, 0.0, axis=1).statistic
     np.testing.assert_allclose(get_attack("bmia").fn(few, n_samples=40), expected)
+
+
+def test_bmia_reads_the_plain_query_where_its_reference_draws_are(fitted):
+    """An augmented query (here the plain logits with their classes rolled) leaves BMIA's
+    score as it is: the reference model's draws are on the plain input alone."""
+    plain = fitted.target_logits[:1]
+    augmented = dataclasses.replace(
+        fitted, target_logits=np.concatenate([plain, np.roll(plain, 1, axis=-1)]))
+    scores = get_attack("bmia").fn(augmented, n_samples=40)
+    np.testing.assert_array_equal(scores, get_attack("bmia").fn(fitted, n_samples=40))
+    # the test can fail: a mean over both queries moves the target's hinge
+    assert not np.allclose(augmented.target_statistic("hinge").mean(axis=0),
+                           augmented.target_statistic("hinge")[0])
 
 
 def test_density_picks_the_hard_nonmember_and_the_attacks_conditionals(fitted):

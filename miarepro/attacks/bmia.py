@@ -57,8 +57,11 @@ def fit_bmia(study: StudyHandle, group: int, hessian: lastlayer.Structure = "kro
 @register("bmia", needs_references=True, fit=fit_bmia, fit_scope="references")
 def bmia(ctx: AttackContext, n_samples: Annotated[int, Range(2)] = 100,
          predictive: Literal["glm", "mc"] = "glm") -> np.ndarray:
-    """BMIA (Liu et al.): t-test of the target's hinge against Laplace-sampled reference ones."""
-    target = ctx.target_statistic("hinge").mean(axis=0)
+    """BMIA (Liu et al.): t-test of the target's hinge against Laplace-sampled reference ones.
+
+    The target's hinge is on the plain input (query 0), where the reference model's features,
+    and so its draws, are: a mean over augmented queries would shift ``s_0`` against them."""
+    target = ctx.target_statistic("hinge")[0]
     return t_statistic(target[:, None] - reference_hinges(ctx, n_samples, predictive))
 
 
