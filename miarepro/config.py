@@ -17,7 +17,10 @@ from miarepro.schema import INHERITED, ConfigError, load_schema
 
 
 def _with_defaults(validator_class: type) -> type:
-    """A validator that fills in ``default`` values while it validates (jsonschema recipe)."""
+    """A validator that fills in ``default`` values while it validates (jsonschema recipe),
+    and whose integers are ints: JSON Schema counts ``2.0`` as an integer, which then fails
+    deep in ``range()`` (a score job's bootstrap, after every model has trained) rather than
+    at start-up naming its key."""
     validate_properties = validator_class.VALIDATORS["properties"]
 
     def set_defaults(validator, properties, instance, schema):
@@ -27,7 +30,10 @@ def _with_defaults(validator_class: type) -> type:
                     instance.setdefault(name, copy.deepcopy(subschema["default"]))
         yield from validate_properties(validator, properties, instance, schema)
 
-    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+    integers = validator_class.TYPE_CHECKER.redefine(
+        "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool))
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults},
+                                        type_checker=integers)
 
 
 def validate(config: dict[str, Any]) -> dict[str, Any]:

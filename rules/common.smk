@@ -40,7 +40,8 @@ def announce_absent_datasets():
 
     unbuilt = {study["dataset"] for study in config["studies"].values()
                if not os.path.exists(f"{RESULTS}/datasets/{study['dataset']}.npz")}
-    message, blocking = preflight.report(preflight.absent(config, unbuilt))
+    message, blocking = preflight.report(preflight.absent(config, unbuilt),
+                                         preflight.absent_weights(config))
     if message:
         logger.warning(message + ("\nA run stops before its first job until then."
                                   if blocking else ""))
@@ -61,9 +62,13 @@ def before_first_job():
         logger.info(f"This run trains {models} model{'s' * (models != 1)} in {len(jobs)} jobs.")
     building = {job.wildcards["dataset"] for job in jobs if job.rule.name == "dataset"}
     blocking = [entry for entry in preflight.absent(config, building) if not entry.download]
-    if blocking:
-        raise WorkflowError(f"{len(blocking)} dataset(s) this run needs are absent (listed "
-                            "above): stopping before the first job")
+    loading = {job.wildcards["study"] for job in jobs  # a model or fit with weights to load
+               if job.rule.name == "fit" or job.rule.name.startswith("train")}
+    weights = preflight.absent_weights(config, sorted(loading & set(config["studies"])))
+    if blocking or weights:
+        raise WorkflowError(f"{len(blocking)} dataset(s) and {len(weights)} weight file(s) "
+                            "this run needs are absent (listed above): stopping before the "
+                            "first job")
 
 
 def stored_signature(function):

@@ -262,6 +262,12 @@ PROBES = [
      ["studies.qmia-mnist-mlp1.paper_model", "unknown model 'resnet-10'", "resnet10"]),
     (lambda c: c["datasets"].update({"tiny gauss": {"source": "digits"}}),
      ["datasets", "'tiny gauss'"]),
+    # a whole-number float is no count: it once passed, to fail in range() deep in a job
+    (lambda c: c["metrics"].update(bootstrap=1000.0),
+     ["metrics.bootstrap", "1000.0 is not of type 'integer'"]),
+    (lambda c: c["studies"]["sm-bcw"].update(targets=2.0), ["studies.sm-bcw.targets"]),
+    (lambda c: bmia(c)["attacks"]["lira-n8"].update(n_reference=4.0),
+     ["studies.bmia-purchase.attacks.lira-n8.n_reference", "4.0"]),
 ]
 
 

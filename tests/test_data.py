@@ -832,3 +832,46 @@ def test_offline_sources_read_nothing_under_the_data_dir(tmp_path):
     for source in sorted(OFFLINE_SOURCES - {"mnist_subset"}):  # mnist_subset: 5,000 digits
         assert len(load_dataset({"source": source}, root=missing)) > 0, source
     assert not missing.exists()
+
+
+def test_preflight_reads_torchvision_archives_only_where_download_is_set(tmp_path):
+    """torchvision extracts CIFAR's archive and decompresses MNIST's .gz files only with
+    `download: true`; without it they are absent, and MNIST needs all four of its files."""
+    from miarepro.data import preflight
+
+    config = _preflight_config(tmp_path, {"c10": {"source": "cifar10"},
+                                          "digits": {"source": "mnist"}})
+    (tmp_path / "cifar10").mkdir()
+    (tmp_path / "cifar10" / "cifar-10-python.tar.gz").write_bytes(b"")
+    raw = tmp_path / "mnist" / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    (raw / "train-images-idx3-ubyte").write_bytes(b"")
+    found = {entry.dataset: entry for entry in preflight.absent(config)}
+    assert found["c10"].missing == ((tmp_path / "cifar10/cifar-10-batches-py",),)
+    assert [paths[0].name for paths in found["digits"].missing] == [
+        "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"]
+    assert preflight.report(list(found.values()))[1]  # blocking
+    for spec in config["datasets"].values():
+        spec["download"] = True
+    assert [entry.dataset for entry in preflight.absent(config)] == ["digits"]  # the archive
+    assert not preflight.report(preflight.absent(config))[1]  # MNIST's files: a download
+
+
+def test_preflight_lists_absent_pretrained_weights(tmp_path, monkeypatch):
+    """QMIA's ConvNeXt weights are no dataset: absent, they stop the run at start-up rather
+    than fail a fit job after every model trained."""
+    from miarepro.data import preflight
+
+    config = _preflight_config(tmp_path, {})
+    backbone = {"arch": "convnext", "weights": "weights/convnext_tiny.pt"}
+    config["studies"] = {name: {"model": {"arch": "mlp"}, "attacks": {
+        "qmia": {"attack": "qmia", "backbone": backbone}}} for name in ("s1", "s2")}
+    config["studies"]["s3"] = {"model": {"arch": "mlp"}, "attacks": {}}
+    monkeypatch.chdir(tmp_path)
+    assert preflight.absent_weights(config) == {"weights/convnext_tiny.pt": ["s1", "s2"]}
+    assert preflight.absent_weights(config, ["s3"]) == {}
+    message, blocking = preflight.report([], preflight.absent_weights(config))
+    assert blocking and "- weights/convnext_tiny.pt (for s1, s2)" in message
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "weights" / "convnext_tiny.pt").write_bytes(b"")
+    assert preflight.absent_weights(config) == {}

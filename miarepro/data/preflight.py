@@ -1,4 +1,5 @@
-"""Before any job starts: which real datasets are not on disk, reported for all studies at once.
+"""Before any job starts: which real datasets (and pretrained weight files) are not on disk,
+reported for all studies at once.
 
 Without this, a paper config on a cluster learns of a missing archive one dataset job at a time,
 each after its queue wait. The check looks only for the files or folders each loader reads
@@ -20,9 +21,23 @@ from typing import Any
 
 from miarepro.data import cinic, imagenet, tabular_archives, uci
 
-#: MNIST-style sets: torchvision reads the decompressed images file (or decompresses the .gz
-#: it finds when ``download`` is set)
-_IDX = "train-images-idx3-ubyte"
+#: MNIST-style sets: torchvision reads the four decompressed files (and decompresses the .gz
+#: files it finds only when ``download`` is set)
+_IDX = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+        "t10k-labels-idx1-ubyte")
+
+
+def _torchvision(folder: str, archive: str | None = None
+                 ) -> Callable[..., list[tuple[str, ...]]]:
+    """A torchvision set: CIFAR's extracted folder (``archive`` also does, but only where
+    ``download`` is set: torchvision then checks its md5 and extracts it without network), or
+    MNIST's four files under ``folder`` (their .gz likewise)."""
+    def locate(download: bool = False, **_: Any) -> list[tuple[str, ...]]:
+        if archive is not None:
+            return [(folder, *((str(Path(folder).parent / archive),) * download))]
+        return [(f"{folder}/{name}", *((f"{folder}/{name}.gz",) * download)) for name in _IDX]
+
+    return locate
 
 
 def _uci(table: uci.Table) -> Callable[..., list[tuple[str, ...]]]:
@@ -39,11 +54,10 @@ def _archive(archive: tabular_archives.Archive) -> Callable[..., list[tuple[str,
 #: Per real source, what it reads under the data directory: a list of requirements, each a
 #: tuple of alternatives (any one present will do).
 LOCATIONS: dict[str, Callable[..., list[tuple[str, ...]]]] = {
-    "cifar10": lambda **_: [("cifar10/cifar-10-batches-py", "cifar10/cifar-10-python.tar.gz")],
-    "cifar100": lambda **_: [("cifar100/cifar-100-python", "cifar100/cifar-100-python.tar.gz")],
-    "mnist": lambda **_: [(f"mnist/MNIST/raw/{_IDX}", f"mnist/MNIST/raw/{_IDX}.gz")],
-    "fashion_mnist": lambda **_: [(f"fashion_mnist/FashionMNIST/raw/{_IDX}",
-                                   f"fashion_mnist/FashionMNIST/raw/{_IDX}.gz")],
+    "cifar10": _torchvision("cifar10/cifar-10-batches-py", "cifar-10-python.tar.gz"),
+    "cifar100": _torchvision("cifar100/cifar-100-python", "cifar-100-python.tar.gz"),
+    "mnist": _torchvision("mnist/MNIST/raw"),
+    "fashion_mnist": _torchvision("fashion_mnist/FashionMNIST/raw"),
     "svhn": lambda extra=False, **_: [(f"svhn/{part}_32x32.mat",)
                                       for part in ("train", "test", *(("extra",) * extra))],
     "purchase100": _archive(tabular_archives.PURCHASE100),
@@ -106,12 +120,41 @@ def absent(config: Mapping[str, Any], datasets: Iterable[str] | None = None) -> 
                                       tuple(users.get(name, ())))]
 
 
-def report(found: list[Absent]) -> tuple[str, bool]:
-    """A message listing every absent dataset, and whether the run must stop (some absent
-    dataset may not be downloaded)."""
+def absent_weights(config: Mapping[str, Any], studies: Iterable[str] | None = None
+                   ) -> dict[str, list[str]]:
+    """Pretrained weight files (``weights`` of a study's model or of an attack's backbone:
+    QMIA's ConvNeXt) not on disk, each with the studies among ``studies`` (default: all) that
+    read it. Without this a missing file surfaces in a fit job, after every model trained."""
+    def found(value: Any) -> Iterable[str]:
+        if isinstance(value, Mapping):
+            if isinstance(value.get("weights"), str):
+                yield value["weights"]
+            for item in value.values():
+                yield from found(item)
+
+    wanted = config["studies"] if studies is None else studies
+    users: dict[str, list[str]] = {}
+    for name in wanted:
+        study = config["studies"][name]
+        for path in dict.fromkeys(found({"model": study.get("model"),
+                                         "attacks": study.get("attacks")})):
+            if not Path(path).is_file():
+                users.setdefault(path, []).append(name)
+    return users
+
+
+def report(found: list[Absent], weights: Mapping[str, list[str]] | None = None
+           ) -> tuple[str, bool]:
+    """A message listing every absent dataset and weight file, and whether the run must stop
+    (some absent dataset may not be downloaded, or a weight file is absent)."""
     blocking = [entry for entry in found if not entry.download]
     downloads = [entry for entry in found if entry.download]
     lines = []
+    if weights:
+        lines += [f"{len(weights)} pretrained weight file(s) are not on disk: save torchvision's "
+                  "ImageNet weights there (torch.save(model.state_dict(), path) on a machine "
+                  "with internet):",
+                  *(f"- {path} (for {', '.join(names)})" for path, names in weights.items())]
     if blocking:
         lines += [f"{len(blocking)} dataset(s) are not on disk and their specs do not allow "
                   "`download: true`. Put these files or folders in place, or set "
@@ -122,7 +165,7 @@ def report(found: list[Absent]) -> tuple[str, bool]:
         lines += [f"{len(downloads)} dataset(s) will be downloaded by their dataset jobs, which "
                   "run on the machine that runs Snakemake (it needs internet):",
                   *(entry.describe() for entry in downloads)]
-    return "\n".join(lines), bool(blocking)
+    return "\n".join(lines), bool(blocking or weights)
 
 
 def main(argv: list[str]) -> int:
@@ -140,8 +183,8 @@ def main(argv: list[str]) -> int:
     except config_module.ConfigError as error:
         print(error, file=sys.stderr)
         return 2
-    message, blocking = report(absent(config))
-    print(message or f"every dataset of {argv[0]} is under {config['data_dir']}/")
+    message, blocking = report(absent(config), absent_weights(config))
+    print(message or f"every dataset and weight file of {argv[0]} is on disk")
     return int(blocking)
 
 
