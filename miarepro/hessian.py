@@ -16,8 +16,11 @@ The model becomes a function of one flat parameter vector (:class:`FlatLoss`), s
 An exact Hessian is decomposed once (:class:`Spectrum`); damping ``1/(s + eps)`` and the
 low-rank pseudo-inverse are then re-weightings of its eigenvalues
 (:func:`miarepro.attacks.iha.inverse_weights`), so trying another ``eps`` costs no new
-decomposition and never an inverse of an ill-conditioned matrix. Everything runs
-in float64: IHA subtracts terms of similar size, and its checks compare to 1e-5.
+decomposition and never an inverse of an ill-conditioned matrix. The Hessian and its
+decomposition run in float64: IHA subtracts terms of similar size, and its checks compare to
+1e-5. Two steps may run in float32 where that rounding is far below what they resolve:
+Hessian-vector products (``precision``, for CG at a loose tolerance) and the audited records'
+gradients in the eigenbasis, as IHA's fit stores them (:mod:`miarepro.attacks.iha`).
 """
 
 from __future__ import annotations

@@ -4,8 +4,10 @@ A model ``q(x)`` is fitted on public non-members ``(x, s(x, y))`` so that ``s >=
 happens with probability ``a`` for a non-member (Theorem 1). Two heads, as in the authors'
 code: a Gaussian (predict ``mu(x)`` and ``log sigma(x)``, Gaussian negative log-likelihood;
 ``q_{1-a} = mu + sigma * Phi^-1(1-a)``) and direct multi-quantile regression (one output per
-level, pinball loss, levels log-spaced in ``a`` from 1e-4 to 1, quantiles sorted at prediction
-time: the monotone rearrangement). The regressor is a backbone (any architecture of
+level, pinball loss, levels log-spaced in ``a`` from 1e-4 to 1). The quantiles are sorted at
+prediction time (the monotone rearrangement), which the authors' code does only for linearly
+spaced levels: sorting changes a prediction only where its quantiles cross, and the
+exceedance score needs them in order. The regressor is a backbone (any architecture of
 :mod:`miarepro.models`, independent of the target's) with an MLP head, or a CatBoost regressor
 on tabular data (``RMSEWithUncertainty`` for the Gaussian head, ``MultiQuantile`` for the
 quantile head). Every regressor is selected on a held-out share of the public records by its
