@@ -10,6 +10,7 @@ regression), optional flip/crop augmentation for images, and with a ``dp`` block
 from __future__ import annotations
 
 import logging
+import os
 import time
 import warnings
 from collections.abc import Callable
@@ -34,7 +35,17 @@ class TrainedModel:
 
 
 def device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    """The GPU where there is one, set to compute deterministically: cuDNN's default
+    convolution backward varies from run to run, so one seed gave different convolutional
+    models on a GPU (a ResNet-20's weights 0.46 apart after 3 epochs on an H200:
+    ``benchmarks/determinism.py``). An op without a deterministic CUDA kernel warns rather
+    than fails (``warn_only``). The CPU's are deterministic."""
+    if not torch.cuda.is_available():
+        return torch.device("cpu")
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # read when cuBLAS starts
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cudnn.benchmark = False
+    return torch.device("cuda")
 
 
 def _augment(batch: torch.Tensor, names: list[str], generator: torch.Generator) -> torch.Tensor:

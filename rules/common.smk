@@ -65,10 +65,11 @@ def before_first_job():
     loading = {job.wildcards["study"] for job in jobs  # a model or fit with weights to load
                if job.rule.name == "fit" or job.rule.name.startswith("train")}
     weights = preflight.absent_weights(config, sorted(loading & set(config["studies"])))
-    if blocking or weights:
-        raise WorkflowError(f"{len(blocking)} dataset(s) and {len(weights)} weight file(s) "
-                            "this run needs are absent (listed above): stopping before the "
-                            "first job")
+    absent = [f"{len(blocking)} dataset(s)"] * bool(blocking) + [
+        f"{len(weights)} pretrained weight file(s)"] * bool(weights)
+    if absent:
+        raise WorkflowError(f"{' and '.join(absent)} this run needs are absent (listed "
+                            "above): stopping before the first job")
 
 
 def stored_signature(function):

@@ -1,3 +1,5 @@
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -25,6 +27,23 @@ def test_training_is_deterministic_and_learns():
     assert first.info["test_accuracy"] > 0.5
     other = train_model(X, y, np.arange(200), arch, recipe, 4, seed=8)
     assert not np.array_equal(predict_logits(first.model, X), predict_logits(other.model, X))
+
+
+def test_a_gpu_is_set_to_compute_deterministically(monkeypatch):
+    """cuDNN's default convolution backward varies from run to run: where there is a GPU,
+    training and fits ask torch for deterministic kernels (on a GPU, benchmarks/determinism.py
+    shows one seed giving one model). On a CPU nothing is changed."""
+    calls = []
+    monkeypatch.setattr(torch, "use_deterministic_algorithms",
+                        lambda mode, warn_only=False: calls.append((mode, warn_only)))
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", True)
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert device() == torch.device("cpu") and calls == []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert device() == torch.device("cuda")
+    assert calls == [(True, True)] and torch.backends.cudnn.benchmark is False
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
 
 
 @pytest.mark.parametrize("arch, recipe", [
