@@ -444,7 +444,7 @@ def train_proxies(features: np.ndarray, labels: np.ndarray, subsets: np.ndarray,
                           nesterov=recipe["nesterov"], weight_decay=recipe["weight_decay"])
     epochs = int(recipe["epochs"])
     schedule = torch.optim.lr_scheduler.MultiStepLR(
-        sgd, sorted({round(f * epochs) for f in recipe["milestones"]}), recipe["gamma"])
+        sgd, sorted({max(1, round(f * epochs)) for f in recipe["milestones"]}), recipe["gamma"])
     rows = torch.as_tensor(subsets)
     private = private_gradients(recipe, n, layers) if recipe.get("dp") else None
     for _ in range(epochs):

@@ -326,7 +326,9 @@ def _check_dp(where: str, study: dict[str, Any], sizes: dict[str, int]) -> None:
     if study["model"]["arch"] == "catboost":
         raise _fail(f"{where}.training.dp", "DP-SGD trains torch models; catboost models "
                     "ignore the training recipe")
-    largest = max(sizes["members"], sizes["reference_training"] // 2) if sizes else None
+    # a pool of odd size gives odd-numbered references the larger half (splits._half)
+    largest = (max(sizes["members"], sizes["reference_training"] - sizes["reference_training"]
+                   // 2) if sizes else None)
     try:
         check_dp(dp, largest, f"{where}.training.dp")
     except ValueError as error:

@@ -57,7 +57,8 @@ def make_split(n_samples: int, spec: dict[str, Any], repetition: int = 0,
         parts = _partition(order, spec["fractions"])
         parts["audit"] = np.sort(np.concatenate([parts["target_train"], parts["target_test"]]))
     elif scheme == "balanced":
-        n_population = round(spec.get("population_fraction", 0.0) * n_samples)
+        # a fraction of the records the parts draw from: out-of-distribution ones are apart
+        n_population = round(spec.get("population_fraction", 0.0) * len(order))
         parts = {
             "population": np.sort(order[:n_population]),
             "reference_pool": np.sort(order[n_population:]),

@@ -240,9 +240,10 @@ def make_optimizer(params: list[nn.Parameter], recipe: dict[str, Any]
 
 def make_schedule(optimizer: torch.optim.Optimizer, recipe: dict[str, Any]
                   ) -> torch.optim.lr_scheduler.MultiStepLR:
-    """The recipe's learning rate: times ``gamma`` at each milestone, a fraction of the epochs."""
+    """The recipe's learning rate: times ``gamma`` at each milestone, a fraction of the epochs
+    (the nearest epoch's end, the first at the earliest: a milestone at epoch 0 never fires)."""
     epochs = int(recipe["epochs"])
-    milestones = sorted({round(f * epochs) for f in recipe["milestones"]})
+    milestones = sorted({max(1, round(f * epochs)) for f in recipe["milestones"]})
     return torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones, recipe["gamma"])
 
 

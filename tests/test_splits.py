@@ -157,6 +157,17 @@ def test_ood_records_are_never_trained_on_and_audited_only_as_nonmembers():
     np.testing.assert_array_equal(splits.audit(split), split["audit"])
 
 
+def test_adding_ood_records_moves_no_part_of_a_balanced_split():
+    """The population is a fraction of the records the parts draw from: 200 of 1,000 with
+    or without 1,000 out-of-distribution records appended (it once took 400)."""
+    spec = {"scheme": "balanced", "seed": 0, "population_fraction": 0.2}
+    plain = splits.make_split(1000, spec)
+    split = splits.make_split(2000, spec, ood_start=1000)
+    assert len(split["population"]) == 200
+    for name in ("population", "reference_pool", "audit"):
+        np.testing.assert_array_equal(split[name], plain[name])
+
+
 def test_aligned_ood_copies_audit_only_the_copies_of_test_records():
     split = splits.make_split(2000, BMIA, ood_start=1000, ood_aligned=True)
     audit = splits.audit(split, "ood")

@@ -46,6 +46,26 @@ def test_a_gpu_is_set_to_compute_deterministically(monkeypatch):
     assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
 
 
+def test_a_milestone_falls_at_an_epochs_end_the_first_at_the_earliest():
+    """Milestones are fractions of the epochs: 0.5 of 15 is after epoch 8 (the nearest), and
+    0.01 of 15 after the first, where rounding to epoch 0 once never fired."""
+    from miarepro.training import make_schedule
+
+    def rates(milestones):
+        optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
+        schedule = make_schedule(optimizer, {"epochs": 15, "milestones": milestones,
+                                             "gamma": 0.1})
+        seen = []
+        for _ in range(15):
+            seen.append(optimizer.param_groups[0]["lr"])
+            optimizer.step()
+            schedule.step()
+        return seen
+
+    assert rates([0.5]) == pytest.approx([1.0] * 8 + [0.1] * 7)
+    assert rates([0.01]) == pytest.approx([1.0] + [0.1] * 14)
+
+
 @pytest.mark.parametrize("arch, recipe", [
     ({"arch": "mlp", "widths": [16, 8], "activation": "tanh"},  # Nesterov, decay, milestones
      {"epochs": 4, "lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 1e-3,
