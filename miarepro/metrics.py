@@ -7,8 +7,9 @@ TPR at a fixed FPR uses the *conservative* rule: among the ROC operating points 
 not exceed the target, take the one with the largest TPR (i.e. the largest threshold-defined
 FPR ≤ target). No interpolation between thresholds is done, so the reported TPR is always
 achievable by an actual threshold and never flatters an attack. With ``n`` non-members, FPRs
-below ``1/n`` can only be met by the threshold that flags nobody (TPR 0 unless members tie above
-every non-member), which is why low-FPR numbers need many non-members.
+below ``1/n`` can only be met by a threshold above every non-member (the TPR is then the share of
+members scoring above the highest non-member), which is why low-FPR numbers need many
+non-members.
 """
 
 from __future__ import annotations

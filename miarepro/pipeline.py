@@ -369,6 +369,10 @@ def score(attack: dict[str, Any], dataset_path: str, split_path: str, target_sig
         if values.shape != (len(audit) + len(held_out),):
             raise RuntimeError(f"attack {spec.name!r} returned shape {values.shape}, "
                                f"expected {(len(audit) + len(held_out),)}")
+        if not np.isfinite(values).all():  # the metrics would rank a NaN above every score
+            bad = np.concatenate([audit, held_out])[~np.isfinite(values)]
+            raise RuntimeError(f"attack {spec.name!r} returned {len(bad)} non-finite scores "
+                               f"on target {target} (records {bad[:5].tolist()}, ...)")
         values, held_out_values = values[: len(audit)], values[len(audit):]
         frame = pd.DataFrame({"sample": audit, "target": target,
                               "member": context.target_mask[audit], "score": values})

@@ -472,9 +472,11 @@ def _welch(value: float, estimates: list[Estimate], weights: list[float]) -> Est
     errors, dofs = zip(*(standard_error(e) for e in estimates), strict=True)
     scaled = [abs(w) * error for w, error in zip(weights, errors, strict=True)]
     variance = sum(error**2 for error in scaled)
-    finite = [(error, dof) for error, dof in zip(scaled, dofs, strict=True) if np.isfinite(dof)]
-    dof = (variance**2 / sum(error**4 / dof for error, dof in finite)
-           if variance > 0 and finite else np.inf)
+    # estimates with finite degrees of freedom but no spread (three replicates' TPR of 0) add
+    # nothing to the sum below: without any other, the degrees of freedom are infinite
+    finite = sum(error**4 / dof for error, dof in zip(scaled, dofs, strict=True)
+                 if np.isfinite(dof))
+    dof = variance**2 / finite if variance > 0 and finite > 0 else np.inf
     return Estimate(value, np.array([np.sqrt(variance), dof]), "welch",
                     all(e.resolvable for e in estimates))
 

@@ -110,6 +110,30 @@ def _split_and_score_peak(tmp_path, features: int) -> int:
     return peak
 
 
+def test_a_score_job_refuses_non_finite_scores(tmp_path):
+    """A NaN score would rank above every other in the metrics (sorting puts it last), so an
+    attack that returns one fails its job, naming the records, and writes no scores."""
+    from miarepro import pipeline
+
+    rng = np.random.default_rng(0)
+    n = 100
+    io.write_arrays(tmp_path / "data.npz", X=np.zeros((n, 2), np.float32),
+                    y=rng.integers(0, 3, n))
+    io.write_json(tmp_path / "data.json", {"n_classes": 3, "meta": {}})
+    logits = rng.normal(size=(1, n, 3)).astype(np.float32)
+    logits[0, 7] = np.nan
+    io.write_array(tmp_path / "logits.npy", logits)
+    pipeline.make_split(str(tmp_path / "data.npz"), {"scheme": "partition", "seed": 0,
+                        "fractions": {"target_train": 0.5, "target_test": 0.5}},
+                        str(tmp_path / "split.npz"))
+    with pytest.raises(RuntimeError, match=r"'marginal' returned 1 non-finite scores on target "
+                                           r"0 \(records \[7\]"):
+        pipeline.score({"attack": "marginal"}, str(tmp_path / "data.npz"),
+                       str(tmp_path / "split.npz"), [str(tmp_path / "logits.npy")], [], [],
+                       str(tmp_path / "scores.parquet"))
+    assert not (tmp_path / "scores.parquet").exists()
+
+
 def test_split_and_score_jobs_read_labels_without_the_features(tmp_path):
     """Their memory does not grow with X: 50,000 features (120 MB of float32 here, 63 GB for
     ImageNet at 64 x 64) peak within 2 MB of 8 features."""

@@ -113,6 +113,12 @@ def test_difference_of_two_studies_targets_is_welchs_interval():
     assert (high - low) / 2 > 1.96 * error  # t with finite Welch freedom is wider than normal
     with pytest.raises(ValueError, match="binomial"):
         u.difference_across_studies(mixed, u.Estimate(0.1, np.array([1, 10]), "binomial"))
+    # replicates without spread (TPR@0.1% of 0 in all three) beside a bootstrap: the
+    # bootstrap's spread alone, with unlimited freedom (it once divided by zero)
+    flat = u.difference_across_studies(u.Estimate(0.0, np.zeros(3), "replicates"),
+                                       u.Estimate(0.5, draws, "bootstrap"))
+    assert flat.interval() == pytest.approx((-0.5 - 1.959964 * draws.std(ddof=1),
+                                             -0.5 + 1.959964 * draws.std(ddof=1)), rel=1e-4)
 
 
 def test_difference_of_two_studies_on_one_split_pairs_their_targets():
