@@ -670,6 +670,13 @@ def test_regime_says_within_2x_only_where_both_values_exist():
     assert regime._within_2x(0.055, 0.011) is False  # Stolen Memories' MNIST LeNet: 5x
     assert regime._within_2x(0.02, 0.011) is True and regime._within_2x(0.0, 0.0) is True
     assert regime._within_2x(math.nan, 0.1) is None and regime._within_2x(0.1, None) is None
+    # an AUC's leakage is its distance above chance: IHA's Purchase LOSS at 0.583 leaks 2.7
+    # times the paper's 0.531, though every AUC from 0.25 to 1 is within 2x of 0.5; Subpop's
+    # in percent alike; a TPR at FPR a is its ratio TPR / a as it stands
+    leak = regime._leakage
+    assert (leak("auc", 0.583, 1), leak("auc", 57.89, 100)) == pytest.approx((0.083, 7.89))
+    assert regime._within_2x(leak("auc", 0.583, 1), leak("auc", 0.531, 1)) is False
+    assert leak("tpr@1%", 1.93, 100) == 1.93 and leak("auc", None, 1) is None
     rows = pd.DataFrame([
         {"study": "with", "paper": "iha", "train_accuracy": 1.0, "test_accuracy": 0.9,
          "paper_test_accuracy": 0.9, "gap": 0.1, "paper_gap": 0.08, "within_2x_gap": True,
@@ -1486,3 +1493,20 @@ def test_a_parity_on_average_that_could_not_fail_reads_no_signal(tmp_path, monke
 
     assert verdict_at(0.70) == "holds"  # bayes-wb 20 points above chance: it could fail
     assert verdict_at(0.51) == "no signal"  # 1 point above chance, within the 3-point tolerance
+
+
+def test_a_row_whose_artifact_the_run_does_not_build_links_nothing():
+    """SM-C29 (Adult's advantage) belongs to SM-X1, which no config builds yet: its row names
+    the artifact without a link or a command that would fail."""
+    import pandas as pd
+
+    row = cl._shown_in({"claim": "SM-C29", "paper": "stolen-memories", "statement": "s",
+                        "study": "sm-adult-like-4000", "paper_dataset": "adult", "paper_a": None,
+                        "paper_b": None, "ours": "o", "verdict": "holds"}, "SM-X1",
+                       {"artifacts": {"SM-F10": {}}})
+    assert row["command"] == ""
+    [line] = cl._claim_rows(pd.DataFrame([row]))[2:]
+    assert "| SM-X1, which this configuration does not build |" in line and "](" not in line
+    built = cl._shown_in(row, "SM-F10", {"artifacts": {"SM-F10": {}}})
+    [line] = cl._claim_rows(pd.DataFrame([built]))[2:]
+    assert "[SM-F10](SM-F10.png): `snakemake --profile profiles/local " in line

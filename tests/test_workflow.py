@@ -98,6 +98,11 @@ def test_outputs_exist_with_expected_content(workflow):
     assert at_ten["ours_low"].iloc[0] <= at_ten["ours"].iloc[0] <= at_ten["ours_high"].iloc[0]
     markdown = (results / "artifacts/BMIA-T1.md").read_text()
     assert "n/r" in markdown and "## Regime" in markdown and "a tiny reference" in markdown
+    # a table of costs or accuracies beside the paper's is read with the regime and the
+    # deviations too, as a paper table is
+    costs = (results / "artifacts/QMIA-X1.md").read_text()
+    assert "## Regime" in costs and "a tiny reference" in costs
+    assert "## Deviations" in costs and "tiny test config" in costs
     # the paper's rows without an attack instance here are listed, not dropped
     assert "| part | lira_offline (n=8) | — |" in markdown and "not run in this study" in markdown
     claims = pd.read_csv(results / "artifacts/claims.csv")
@@ -168,9 +173,10 @@ def test_editing_one_attack_reruns_only_that_attack_and_its_artifacts(workflow):
     edited = copy.deepcopy(TINY)
     edited["studies"]["part"]["attacks"]["attack-p"]["statistic"] = "loss"
     jobs = planned_jobs(workflow, edited)
-    # the leaderboard, Table 1 and the claims read its scores; the ROC and the density
-    # figure (which draws attack-p's distribution) read its settings
-    assert jobs == {"score": 1, "table": 3, "figure": 2, "index": 1, "all": 1}, jobs
+    # the leaderboard, Table 1 and the claims read its scores, and QMIA-X1's regime section
+    # its metrics (attack-p is the study's regime baseline); the ROC and the density figure
+    # (which draws attack-p's distribution) read its settings
+    assert jobs == {"score": 1, "table": 4, "figure": 2, "index": 1, "all": 1}, jobs
     (wildcards,) = jobs.wildcards("score")
     assert "study=part" in wildcards and "attack=attack-p" in wildcards
 

@@ -50,6 +50,20 @@ def score_inputs(results: str, settings: dict[str, Any], config: dict[str, Any],
     return sorted(set(files), key=files.index)
 
 
+def regime_inputs(results: str, settings: dict[str, Any], config: dict[str, Any]
+                  ) -> list[str]:
+    """What a table's regime section reads (:func:`write_table_page`): each study's target
+    cards and its regime baseline's metrics."""
+    files = []
+    for study in studies_of(settings, config):
+        study_config = config["studies"][study]
+        baseline = study_config.get("regime", {}).get("baseline")
+        files += [str(res.metrics_path(results, study, baseline))] if baseline else []
+        files += [str(res.target_card(results, model_home(study, study_config), t))
+                  for t in range(study_config["targets"])]
+    return files
+
+
 def study_inputs(results: str, study: str, study_config: dict[str, Any],
                  regime: bool = True, scores: bool = False) -> list[str]:
     """What reading ``study_config``'s attacks takes: each one's metrics (which also hold the
@@ -236,10 +250,18 @@ def target_compute_seconds(results: str, study: str, attack: str, study_config: 
     return (costs["score_seconds"] + costs["model_seconds"] + costs["fit_seconds"]).tolist()
 
 
-def write_table_page(prefix: str, table: pd.DataFrame, title: str, intro: list[str]) -> None:
-    """``prefix.csv`` and ``prefix.md``: a title, the ``intro`` lines and the table."""
+def write_table_page(prefix: str, table: pd.DataFrame, title: str, intro: list[str],
+                     config: dict[str, Any] | None = None, studies: list[str] = ()) -> None:
+    """``prefix.csv`` and ``prefix.md``: a title, the ``intro`` lines and the table, then, for
+    a table of ``studies``, where their targets sit against the papers' (the regime) and
+    their deviations: a paper's number beside ours is read with both, as in every paper
+    table."""
     io.write_table(prefix + ".csv", table)
-    io.write_text(prefix + ".md", "\n".join([f"# {title}", "", *intro, "", _markdown(table), ""]))
+    about = ([] if not studies else
+             ["## Regime", "", *regime_markdown(regime_rows(config, list(studies))), "",
+              "## Deviations", "", *deviation_notes(config, list(studies)), ""])
+    io.write_text(prefix + ".md", "\n".join([f"# {title}", "", *intro, "", _markdown(table), "",
+                                             *about]))
 
 
 def _markdown(frame: pd.DataFrame) -> str:

@@ -871,7 +871,7 @@ def _study_row(claim: Claim, study: str, sides: tuple, config: dict[str, Any]
     estimates = _side_estimates(claim, study, specs, names, config)
     if isinstance(estimates, str):  # it names what it needs: the claim's own artifact
         return {**row, "verdict": "not run", "ours": estimates}
-    row = _shown_in(row, showing_artifact(claim, [study], config))
+    row = _shown_in(row, showing_artifact(claim, [study], config), config)
     note, rivals, shown = "", 1, names
     if claim.kind == "matched_best":
         rivals = len(names) - 1
@@ -1021,7 +1021,7 @@ def _pooled_rows(claim: Claim, config: dict[str, Any], studies: list[str]
             outcome = "no signal"  # a parity an attack at chance would pass in every study
         each = ", ".join(f"{study} {_in_paper_units(claim, quantity)}"
                          for (study, _), quantity in zip(found, quantities, strict=True))
-        rows.append({**_shown_in(row, showing_artifact(claim, studies_there, config)),
+        rows.append({**_shown_in(row, showing_artifact(claim, studies_there, config), config),
                      "verdict": outcome, "replicates": min(
                          independent_runs(study, config) for study, _ in found),
                      "ours": f"mean over {len(found)} studies: {_quantity_text(claim, mean)} "
@@ -1066,7 +1066,7 @@ def _trend_rows(claim: Claim, config: dict[str, Any], studies: list[str]
                                                                           config=config))
         pair = " vs ".join(study for _, study, _ in ends)
         shown = showing_artifact(claim, [study for _, study, _ in ends], config)
-        rows.append({**_shown_in(row, shown), "study": pair, "verdict": outcome,
+        rows.append({**_shown_in(row, shown, config), "study": pair, "verdict": outcome,
                      "replicates": min(
                          independent_runs(study, config) for _, study, _ in ends),
                      "ours": f"{claim.over} {ends[0][0]:g} vs {ends[1][0]:g}: "
@@ -1100,10 +1100,13 @@ def _row(claim: Claim, study: str, dataset: str, paper_a: float | None = None,
                      claim.artifact)
 
 
-def _shown_in(row: dict[str, Any], artifact: str) -> dict[str, Any]:
-    """The row linked to ``artifact`` and the command that rebuilds it."""
+def _shown_in(row: dict[str, Any], artifact: str, config: dict[str, Any] | None = None
+              ) -> dict[str, Any]:
+    """The row linked to ``artifact`` and the command that rebuilds it; no command where
+    ``config`` makes no such artifact (a claim whose own artifact no config builds yet)."""
+    built = config is None or artifact in config["artifacts"]
     return {**row, "artifact": artifact, "command": "snakemake --profile profiles/local "
-                                                    f"results/artifacts/{artifact_file(artifact)}"}
+            f"results/artifacts/{artifact_file(artifact)}" if built else ""}
 
 
 def showing_artifact(claim: Claim, studies: list[str], config: dict[str, Any]) -> str:
@@ -1409,8 +1412,10 @@ def _claim_rows(rows: pd.DataFrame) -> list[str]:
             + (f" (tolerance: {claim.basis})" if claim.basis else "")
             + f" | {row['study']} ({row['paper_dataset']})"
             + (f", {row['replicates']:.0f} replicates " if row.get("replicates", 1) > 1 else " ")
-            + f"| [{row['artifact']}]({artifact_file(row['artifact'])}): `{row['command']}` | "
-            f"{_paper_text(claim, row['paper_a'], row['paper_b'])} | {row['ours']} | "
+            + (f"| [{row['artifact']}]({artifact_file(row['artifact'])}): `{row['command']}` | "
+               if row["command"] else f"| {row['artifact']}, which this configuration does not "
+               "build | ")
+            + f"{_paper_text(claim, row['paper_a'], row['paper_b'])} | {row['ours']} | "
             f"**{row['verdict']}**"
             + (f" ({row['replication']:.2f})" if pd.notna(row.get("replication")) else "")
             + " |")

@@ -219,14 +219,15 @@ def attack_costs(name: str, settings: dict[str, Any], config: dict[str, Any],
         f"`{AUDIT_MINUTES}`: an audit of {AUDIT_RECORDS:,} records, precompute plus "
         f"{AUDIT_RECORDS:,} times the time per record, with LiRA's reference models scaled to "
         f"the paper's {PAPER_REFERENCES} (the mean of ours times {PAPER_REFERENCES}); the "
-        "paper's are its text's \"about 1 hour\" (IHA) and \"about 3 hours\" (LiRA)."])
+        "paper's are its text's \"about 1 hour\" (IHA) and \"about 3 hours\" (LiRA)."],
+        config, studies_of(settings, config))
 
 
 def cost_inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
     """The usual inputs of the listed attacks and the cards of the models they train."""
-    from miarepro.artifacts.builders import score_inputs
+    from miarepro.artifacts.builders import regime_inputs, score_inputs
 
-    files = score_inputs(results, settings, config)
+    files = score_inputs(results, settings, config) + regime_inputs(results, settings, config)
     for study in studies_of(settings, config):
         for attack in settings["attacks"]:
             files += cost_files(results, study, config["studies"][study], attack)

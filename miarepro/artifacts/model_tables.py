@@ -14,10 +14,10 @@ import pandas as pd
 
 from miarepro import io, quantile
 from miarepro.artifacts import results as res
-from miarepro.artifacts.builders import write_table_page
+from miarepro.artifacts.builders import regime_inputs, write_table_page
 from miarepro.artifacts.catalog import for_model, paper_value, paper_values
 from miarepro.artifacts.results import RESULTS, studies_of
-from miarepro.paths import model_home, reference_home
+from miarepro.paths import reference_home
 
 
 def _fit_card(results: str, study: str, study_config: dict[str, Any], attack: str,
@@ -33,9 +33,7 @@ def _fit_card(results: str, study: str, study_config: dict[str, Any], attack: st
 # --- inputs ---------------------------------------------------------------------------------
 
 def accuracy_inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
-    return [str(res.target_card(results, model_home(s, config["studies"][s]), t))
-            for s in studies_of(settings, config)
-            for t in range(config["studies"][s]["targets"])]
+    return regime_inputs(results, settings, config)  # the target cards, and its section
 
 
 def fit_inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -> list[str]:
@@ -46,7 +44,7 @@ def fit_inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) -
         files.append(_fit_card(results, study, study_config, attack))
         if settings["builder"] == "fit_costs":
             files.append(_reference_card(results, study, study_config, attack))
-    return files
+    return list(dict.fromkeys(files + regime_inputs(results, settings, config)))
 
 
 def _reference_card(results: str, study: str, study_config: dict[str, Any], attack: str) -> str:
@@ -80,7 +78,7 @@ def accuracy_table(name: str, settings: dict[str, Any], config: dict[str, Any],
         table = table.drop(columns="paper_train_acc")
     write_table_page(prefix, table, f"{name}: target accuracy (%)",
            ["Train and test accuracy of each study's target models (mean over targets), beside "
-            "the paper's for the model it stands in for."])
+            "the paper's for the model it stands in for."], config, studies_of(settings, config))
 
 
 # --- QMIA Tables 4 and 5: search spaces and chosen values -----------------------------------
@@ -130,7 +128,7 @@ def search_table(name: str, settings: dict[str, Any], config: dict[str, Any],
             "the paper's (Table 4 for neural regressors, Table 5 for CatBoost), and the values "
             "the search chose. Trials are scored on a held-out share of the "
             "attacker's public data, never on the audited members or non-members.", "",
-            *notes])
+            *notes], config, studies_of(settings, config))
 
 
 # --- QMIA compute text: fit seconds with and without a search --------------------------------
@@ -159,4 +157,5 @@ def fit_costs(name: str, settings: dict[str, Any], config: dict[str, Any], prefi
             "the training seconds of one reference model of the same study, on the device of "
             "this run. QMIA claims its regressor costs about one shadow model; the paper's "
             "GPU minutes per attack (training, or training plus search) for the study's paper "
-            "dataset are shown beside (it prints none for tabular data)."])
+            "dataset are shown beside (it prints none for tabular data)."],
+           config, studies_of(settings, config))

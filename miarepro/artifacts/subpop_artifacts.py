@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from miarepro import io, splits
-from miarepro.artifacts.builders import write_table_page
+from miarepro.artifacts.builders import regime_inputs, write_table_page
 from miarepro.artifacts.catalog import paper_value, paper_values
 from miarepro.artifacts.figures import _save, pyplot, title
 from miarepro.artifacts.registry import TRAIN_MINUTES
@@ -50,7 +50,7 @@ def cost_inputs(results: str, settings: dict[str, Any], config: dict[str, Any]) 
     files = [path for study in studies_of(settings, config)
              for _, entry in _instances(config["studies"][study]).values()
              for path in cost_files(results, study, config["studies"][study], entry)]
-    return sorted(set(files))
+    return sorted(set(files + regime_inputs(results, settings, config)))
 
 
 def cost_files(results: str, study: str, study_config: dict[str, Any],
@@ -126,7 +126,8 @@ def training_costs(name: str, settings: dict[str, Any], config: dict[str, Any],
         "new IN shadows (Sablayrolles et al., per new sample: ours train half their shadows "
         "anew, each record being IN for half of them; `benchmarks/subpop.py` trains those 15 "
         "for a few new records and times them). Ours: the BiGAN fit, once per victim. 'Ours "
-        "without BiGAN' is read as the natural subpopulation, which trains nothing."])
+        "without BiGAN' is read as the natural subpopulation, which trains nothing."],
+        config, studies_of(settings, config))
 
 
 # --- Figure 2 -------------------------------------------------------------------------------
