@@ -82,8 +82,22 @@ def shifted(config: dict, shift: int) -> dict:
 def fewer(config: dict, counts: dict[str, int]) -> dict:
     """The config with only the first ``counts[study]`` replicates of each named study: a
     partition study's repetitions (``targets``), a balanced study's generated copies
-    (``replicates``); a study that takes another's models follows its source."""
+    (``replicates``); a study that takes another's models follows its source.
+
+    The top-level ``replicates`` is every study's least number, which would raise a cut
+    study back (``--fewer s=2`` under 3 once ran 3 and reported the saving): each study's
+    own count is written out at what that floor gives it, and the floor lowered to 1."""
     config = copy.deepcopy(config)
+    floor = config.get("replicates", 1)
+    config["replicates"] = 1
+    for study in config["studies"].values():
+        if "models_from" in study:  # its repetitions are its source's
+            continue
+        own = max(study.get("replicates", 1), floor)
+        if partitioned(study):  # its replicates are its repetitions
+            study["targets"], study["replicates"] = max(study.get("targets", 1), own), 1
+        else:
+            study["replicates"] = own
     for name, count in counts.items():
         study = config["studies"].get(name)
         if study is None:

@@ -164,6 +164,26 @@ def test_fewer_replicates_are_read_from_the_runs_as_a_run_of_the_cut_config_hold
     assert stability.minutes_saved({"p": 2, "b": 3}, raw, {"p": 1.5, "b": 0.5}) == 2 * 1.5 + 2 * 0.5
 
 
+def test_fewer_cuts_below_the_top_level_replicates_and_nothing_else():
+    """The default config runs every study 3 times (top-level ``replicates``): a cut to 1 or 2
+    must survive validation, which once raised it back to 3, and leave every other study as
+    it was."""
+    import copy
+
+    from miarepro.config import validate
+    from miarepro.paths import independent_runs
+
+    config = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
+    raw = yaml.safe_load(config.read_text())
+    before = validate(copy.deepcopy(raw))
+    after = validate(stability.fewer(raw, {"iha-mnist": 1, "sm-mnist-lenet": 2}))
+    runs = {name: (independent_runs(name, before), independent_runs(name, after))
+            for name in after["studies"] if name in before["studies"]}
+    assert {name: pair for name, pair in runs.items() if pair[0] != pair[1]} == {
+        "iha-mnist": (3, 1), "sm-mnist-lenet": (3, 2)}
+    assert set(before["studies"]) - set(after["studies"]) == {"iha-mnist-r1", "iha-mnist-r2"}
+
+
 def test_the_resolved_share_counts_holds_and_fails_among_testable_rows():
     verdicts = ["holds", "fails", "inconclusive", "inconclusive", "not run", "no signal"]
     assert stability.resolved_share(pd.DataFrame({"verdict": verdicts})) == 0.5

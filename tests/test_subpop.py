@@ -420,12 +420,18 @@ def test_table_3_costs_from_the_cards_by_hand(tmp_path, monkeypatch):
 
     from miarepro import config as configuration
     from miarepro import io
+    from miarepro.artifacts import builders, subpop_artifacts
     from miarepro.artifacts.subpop_artifacts import cost_inputs, training_costs
 
     root = Path(__file__).resolve().parents[1]
     config = configuration.validate(yaml.safe_load((root / "config" / "config.yaml").read_text()))
     settings = {"builder": "training_costs", "studies": ["subpop-mnist"]}
     monkeypatch.chdir(tmp_path)
+    # the cost cards alone: the regime section below the table reads a run's metrics
+    monkeypatch.setattr(subpop_artifacts, "regime_inputs", lambda *_: [])
+    monkeypatch.setattr(subpop_artifacts, "write_table_page",
+                        lambda prefix, table, title, intro, *_: builders.write_table_page(
+                            prefix, table, title, intro))
     for path in cost_inputs("results", settings, config):
         seconds = 30.0 if "/fits/" in path else 60.0 * (1 + int(Path(path).stem) % 2)
         io.write_json(path, {"train_seconds": seconds, "fit_seconds": seconds})
