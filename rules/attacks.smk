@@ -13,8 +13,8 @@ rule score:
         whitebox=whitebox_params,
         code=attack_code,
     resources:
-        mem_mb=lambda wildcards, attempt: 8000 * 2 ** (attempt - 1),  # more on each retry
-        runtime=30,
+        mem_mb=score_memory,  # more on each retry
+        runtime=lambda wildcards: study_resources(wildcards)["score_runtime_min"],
     wildcard_constraints:
         study=scored_on_models(False),
     benchmark:
@@ -34,10 +34,10 @@ rule score:
 # every audited record. Locally nothing changes (no GPU, one thread).
 use rule score as score_models with:
     resources:
-        gpu=config["resources"]["train_gpus"],
+        gpu=job_gpus,
         mem_mb=retry_memory,
         runtime=fit_runtime,
-        slurm_partition=config["resources"]["gpu_partition"],
+        slurm_partition=job_partition,
     wildcard_constraints:
         study=scored_on_models(True),
 
@@ -56,10 +56,10 @@ rule fit:
         code=fit_code,
     threads: config["resources"]["train_threads"]
     resources:
-        gpu=config["resources"]["train_gpus"],
+        gpu=job_gpus,
         mem_mb=retry_memory,  # memory and time follow the study's model
         runtime=fit_runtime,
-        slurm_partition=config["resources"]["gpu_partition"],
+        slurm_partition=job_partition,
     cache: True
     log:
         "logs/{study}/fit/{fit}-{group}.log",

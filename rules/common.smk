@@ -193,6 +193,30 @@ def retry_memory(wildcards, attempt):
 
 
 @stored_signature
+def job_gpus(wildcards):
+    """A training, fit or model-scoring job's GPUs: none where it runs CatBoost alone (QMIA's
+    tabular targets, a CatBoost regressor), a CPU library that would hold a GPU idle."""
+    if "fit" in wildcards.keys():
+        arch = fit_settings(wildcards)["params"].get("backbone", {}).get("arch")
+    else:
+        arch = study_config(wildcards)["model"]["arch"]
+    return 0 if arch == "catboost" else config["resources"]["train_gpus"]
+
+
+@stored_signature
+def job_partition(wildcards):
+    """The GPU partition for a job that takes a GPU, else the CPU one."""
+    return config["resources"]["gpu_partition" if job_gpus(wildcards) else "cpu_partition"]
+
+
+@stored_signature
+def score_memory(wildcards, attempt):
+    """A score job's memory, the study's (the logits it reads grow with the dataset), doubled
+    on each retry."""
+    return study_resources(wildcards)["score_mem_mb"] * 2 ** (attempt - 1)
+
+
+@stored_signature
 def training_runtime(wildcards):
     """The study's time per model, times the models of a bundle job (:func:`bundle_sizes`)."""
     per_model = study_resources(wildcards)["train_runtime_min"]

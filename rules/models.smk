@@ -3,10 +3,10 @@ TRAIN_INPUT = {"dataset": dataset_file, "split": "results/studies/{study}/split.
 TRAIN_PARAMS = {"architecture": study_value("model"), "recipe": study_value("training"),
                 "queries": study_value("queries"),
                 "code": code("train_several", "miarepro.training", "miarepro.boosting")}
-TRAIN_RESOURCES = {"gpu": config["resources"]["train_gpus"],
+TRAIN_RESOURCES = {"gpu": job_gpus,
                    "mem_mb": retry_memory,  # memory and time follow the study's model
                    "runtime": training_runtime,  # times the models of a bundle
-                   "slurm_partition": config["resources"]["gpu_partition"]}
+                   "slurm_partition": job_partition}
 
 
 rule train:

@@ -875,3 +875,46 @@ def test_preflight_lists_absent_pretrained_weights(tmp_path, monkeypatch):
     (tmp_path / "weights").mkdir()
     (tmp_path / "weights" / "convnext_tiny.pt").write_bytes(b"")
     assert preflight.absent_weights(config) == {}
+
+
+def test_acs_is_read_by_folktables_from_the_state_file_preflight_looks_for(tmp_path):
+    """QMIA's ACS income task built by folktables from a few rows of New York's 2018 person
+    survey, in the file and columns the real one has; preflight names that file (the folder
+    alone, which folktables makes before it looks, once read as present), with folktables'
+    own state codes."""
+    import sys
+
+    import folktables  # noqa: F401  (imports folktables.load_acs)
+    import pandas as pd
+
+    from miarepro.data import preflight
+    from miarepro.data.tabular_benchmarks import acs
+
+    config = _preflight_config(tmp_path, {"ny": {"source": "acs", "task": "income"}})
+    folder = tmp_path / "acs" / "2018" / "1-Year"
+    folder.mkdir(parents=True)
+    [entry] = preflight.absent(config)
+    assert entry.missing == ((folder / "psam_p36.csv",),)
+    rng = np.random.default_rng(0)
+    n = 60
+    columns = {"AGEP": (17, 80), "COW": (1, 9), "SCHL": (1, 25), "MAR": (1, 6),
+               "OCCP": (10, 9000), "POBP": (1, 60), "RELP": (0, 18), "WKHP": (1, 60),
+               "SEX": (1, 3), "RAC1P": (1, 10), "PINCP": (200, 120000), "PWGTP": (1, 100)}
+    frame = pd.DataFrame({name: rng.integers(*bounds, n) for name, bounds in columns.items()})
+    frame.to_csv(folder / "psam_p36.csv", index=False)
+    assert preflight.absent(config) == []
+    data = acs(tmp_path, "income")
+    assert data.X.shape == (n, 10) and set(data.y) == {0, 1}
+    np.testing.assert_array_equal(data.y, frame["PINCP"] > 50000)  # ACSIncome's target
+    # the module, which its package's function of the same name hides
+    assert preflight._ACS_STATES == sys.modules["folktables.load_acs"]._STATE_CODES
+
+
+def test_preflight_does_not_take_scikit_learns_empty_lfw_folder_for_the_images(tmp_path):
+    from miarepro.data import preflight
+
+    config = _preflight_config(tmp_path, {"faces": {"source": "lfw"}})
+    (tmp_path / "lfw" / "lfw_home").mkdir(parents=True)  # what a failed fetch leaves
+    assert [entry.dataset for entry in preflight.absent(config)] == ["faces"]
+    (tmp_path / "lfw" / "lfw_home" / "lfw_funneled").mkdir()
+    assert preflight.absent(config) == []

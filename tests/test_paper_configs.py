@@ -111,6 +111,31 @@ def test_bundles_ask_for_their_models_time_and_fits_for_their_own(plan):
     assert checked
 
 
+def test_catboost_takes_no_gpu_and_imagenet_scoring_its_memory(plan):
+    """CatBoost (QMIA's tabular targets) trains on CPUs: its training jobs take no GPU and run
+    on the CPU partition, where torch's take one on the GPU partition. A score job reads its
+    study's logits: ImageNet's (5 GB a model) ask for more than the default 8 GB."""
+    config, jobs = plan
+    for rule, wildcards, resources in jobs:
+        study = config["studies"][wildcards.get("study", "")] if "study" in wildcards else {}
+        own = {**config["resources"], **study.get("resources", {})}
+        if rule == "score":
+            assert int(resources["mem_mb"]) == own["score_mem_mb"], wildcards
+            assert int(resources["runtime"]) == own["score_runtime_min"], wildcards
+        if models_per_job(rule):
+            gpus = 0 if study["model"]["arch"] == "catboost" else own["train_gpus"]
+            assert int(resources["gpu"]) == gpus, wildcards
+            assert resources["slurm_partition"] == own["gpu_partition" if gpus
+                                                       else "cpu_partition"], wildcards
+    catboost = [wildcards for rule, wildcards, _ in jobs if models_per_job(rule)
+                and config["studies"][wildcards["study"]]["model"]["arch"] == "catboost"]
+    assert catboost or not any(study["model"]["arch"] == "catboost"
+                               for study in config["studies"].values())
+    imagenet = [resources for rule, wildcards, resources in jobs
+                if rule == "score" and "imagenet" in wildcards["study"]]
+    assert all(int(r["mem_mb"]) >= 64000 and int(r["runtime"]) >= 240 for r in imagenet)
+
+
 def test_the_gpu_smoke_config_fits_every_attack_side_model(tmp_path):
     """config/smoke-gpu.yaml: one ResNet-18 epoch on generated images and one fit of each
     attack-side model family, with no download."""
