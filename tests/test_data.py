@@ -918,3 +918,54 @@ def test_preflight_does_not_take_scikit_learns_empty_lfw_folder_for_the_images(t
     assert [entry.dataset for entry in preflight.absent(config)] == ["faces"]
     (tmp_path / "lfw" / "lfw_home" / "lfw_funneled").mkdir()
     assert preflight.absent(config) == []
+
+
+def test_two_jobs_extracting_into_one_folder_take_turns(tmp_path):
+    """Dataset jobs run side by side on the submit host: the second to extract into a folder
+    waits for the first, whose scratch folder it would otherwise have cleared mid-way. The
+    lock lies beside the folder, which holds only what was extracted."""
+    import multiprocessing
+    import time
+
+    from miarepro.data.download import extracting, locked
+
+    folder = tmp_path / "cinic10"
+    context = multiprocessing.get_context("fork")
+    started = context.Event()
+
+    def slow() -> None:
+        with extracting(folder) as scratch:
+            started.set()
+            (scratch / "train").mkdir()
+            time.sleep(1.0)
+            (scratch / "train" / "image.png").write_bytes(b"png")
+
+    first = context.Process(target=slow)
+    first.start()
+    assert started.wait(30)
+    with extracting(folder) as scratch:  # waits for the first: its files are in place
+        assert (folder / "train" / "image.png").read_bytes() == b"png"
+        (scratch / "test").mkdir()
+    first.join(30)
+    assert first.exitcode == 0
+    assert sorted(p.name for p in folder.iterdir()) == ["test", "train"]
+    with locked(tmp_path / "missing" / "deeper"):  # made where absent
+        assert (tmp_path / "missing" / ".deeper.lock").exists()
+
+
+def test_a_file_in_a_read_only_folder_is_used_without_its_checksum_record(tmp_path,
+                                                                          monkeypatch):
+    """A file without a published checksum gets a record of its digest beside it at first use;
+    in a shared read-only folder that write fails, and the file is used all the same."""
+    from miarepro import io
+    from miarepro.data.download import require_file
+
+    data = tmp_path / "adult.data"
+    data.write_text("39, State-gov\n")
+
+    def refuse(*_):
+        raise PermissionError("read-only file system")
+
+    monkeypatch.setattr(io, "write_text", refuse)
+    assert require_file(data, how_to_get="x") == data
+    assert not (tmp_path / "adult.data.sha256").exists()

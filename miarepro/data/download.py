@@ -30,21 +30,45 @@ class DatasetUnavailable(FileNotFoundError):
 
 
 @contextlib.contextmanager
+def locked(folder: Path) -> Iterator[None]:
+    """Hold ``folder``'s lock: dataset jobs run side by side on the submit host, and two that
+    fill one folder (two studies' CIFAR-10, CINIC-10's test and train parts from one archive)
+    would otherwise write the same files at once. The lock is the operating system's
+    (``flock``), released when its holder exits, killed or not."""
+    import fcntl
+
+    try:  # beside the folder, not in it, where a loader listing its files would find it
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(folder.parent / f".{folder.name}.lock", "a")  # held across the yield
+    except OSError:  # a read-only shared folder: no job writes there, so none to wait for
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
 def extracting(folder: Path) -> Iterator[Path]:
-    """A scratch folder inside ``folder`` to extract an archive into: what it holds is moved
-    into ``folder`` only once extraction finished, so that a job killed mid-way (a node's time
-    limit) leaves no half-filled image folder that the loaders would read as complete; a
-    scratch folder left by such a job is cleared first."""
-    scratch = folder / ".extracting"
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir(parents=True)
-    try:
-        yield scratch
-        for entry in scratch.iterdir():
-            if not (folder / entry.name).exists():
-                os.replace(entry, folder / entry.name)
-    finally:
+    """A scratch folder inside ``folder`` to extract an archive into, under ``folder``'s lock
+    (:func:`locked`): what it holds is moved into ``folder`` only once extraction finished,
+    so that a job killed mid-way (a node's time limit) leaves no half-filled image folder that
+    the loaders would read as complete; a scratch folder left by such a job is cleared first,
+    which the lock makes safe from a job extracting there now."""
+    with locked(folder):
+        scratch = folder / ".extracting"
         shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir(parents=True)
+        try:
+            yield scratch
+            for entry in scratch.iterdir():
+                if not (folder / entry.name).exists():
+                    os.replace(entry, folder / entry.name)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def sha256_of(path: str | os.PathLike[str]) -> str:
@@ -153,8 +177,14 @@ def require_file(path: str | os.PathLike[str], sha256: str | None = None,
     if not record.exists():
         from miarepro import io  # atomic: a record cut short would read as a changed file
 
-        io.write_text(record, actual + "\n")
-        log.info("recorded sha256 %s of %s in %s (no published checksum)", actual, path, record)
+        try:
+            io.write_text(record, actual + "\n")
+        except PermissionError:  # a shared, read-only data folder: use the file unrecorded
+            log.warning("cannot record the sha256 %s of %s beside it (read-only folder): "
+                        "later changes to it will not be noticed", actual, path)
+        else:
+            log.info("recorded sha256 %s of %s in %s (no published checksum)", actual, path,
+                     record)
     elif record.read_text().strip() != actual:
         raise ValueError(f"{path} changed since its first use: sha256 {actual}, recorded "
                          f"{record.read_text().strip()} in {record}. If you replaced the file "

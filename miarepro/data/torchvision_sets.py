@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from miarepro.data.dataset import Dataset
-from miarepro.data.download import DatasetUnavailable
+from miarepro.data.download import DatasetUnavailable, locked
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,8 @@ def _load(name: str, root: Path, download: bool, parts: tuple[dict, ...] = (
     cls = getattr(datasets, source.cls)
     folder = Path(root) / name
     try:
-        splits = [cls(str(folder), download=download, **part) for part in parts]
+        with locked(folder):  # two studies' jobs downloading one set into one folder
+            splits = [cls(str(folder), download=download, **part) for part in parts]
     except RuntimeError as error:
         text = str(error).lower()
         if "not found" not in text and "download" not in text:
