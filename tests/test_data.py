@@ -969,3 +969,11 @@ def test_a_file_in_a_read_only_folder_is_used_without_its_checksum_record(tmp_pa
     monkeypatch.setattr(io, "write_text", refuse)
     assert require_file(data, how_to_get="x") == data
     assert not (tmp_path / "adult.data.sha256").exists()
+
+
+def test_acs_without_its_file_says_where_and_how(tmp_path):
+    from miarepro.data.tabular_benchmarks import acs
+
+    with pytest.raises(DatasetUnavailable, match=r"ACS 2018 1-year person survey of NY not "
+                                                 r"found under .*acs.*run with download: true"):
+        acs(tmp_path, "income")

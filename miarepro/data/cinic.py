@@ -16,7 +16,13 @@ from typing import Literal
 import numpy as np
 
 from miarepro.data.dataset import Dataset
-from miarepro.data.download import extracting, fetch, require_file
+from miarepro.data.download import (
+    DatasetUnavailable,
+    extracting,
+    fetch,
+    locked,
+    require_file,
+)
 
 URL = "https://datashare.ed.ac.uk/bitstream/handle/10283/3192/CINIC-10.tar.gz"
 ARCHIVE = "CINIC-10.tar.gz"
@@ -37,12 +43,20 @@ def cinic10(root: Path, part: Literal["train", "valid", "test"] = "test",
     folder = Path(root) / "cinic10"
     if not (folder / part).is_dir():
         archive = folder / ARCHIVE
-        if download and not archive.exists():
-            fetch(URL, archive, sha256=None)
-        require_file(archive, how_to_get=f"download {URL} into {folder}, or extract it "
-                                         f"there so that {folder / part}/<class>/ exist")
-        with tarfile.open(archive) as tar, extracting(folder) as scratch:
-            tar.extractall(scratch, filter="data")
+        how = (f"download {URL} into {folder}, or extract it there so that "
+               f"{folder / part}/<class>/ exist")
+        with locked(folder):  # one job downloads it; the other parts' jobs wait for it
+            if download and not archive.exists():
+                try:
+                    fetch(URL, archive, sha256=None)
+                except OSError as error:  # the network's, not a missing file's
+                    raise DatasetUnavailable(f"downloading CINIC-10 failed ({error}): {how}"
+                                             ) from error
+        require_file(archive, how_to_get=how)
+        with extracting(folder) as scratch:
+            if not (folder / part).is_dir():  # or another part's job extracted it meanwhile
+                with tarfile.open(archive) as tar:
+                    tar.extractall(scratch, filter="data")
     files, labels = [], []
     for label, name in enumerate(CLASSES):
         found = sorted(p for p in (folder / part / name).glob("*.png")

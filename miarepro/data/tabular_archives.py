@@ -24,7 +24,7 @@ from typing import IO
 import numpy as np
 
 from miarepro.data.dataset import Dataset
-from miarepro.data.download import DatasetUnavailable, fetch, require_file, sha256_of
+from miarepro.data.download import DatasetUnavailable, fetch, locked, require_file, sha256_of
 
 N_CLASSES = 100
 
@@ -81,17 +81,18 @@ def _archive_path(archive: Archive, folder: Path, download: bool) -> Path:
     """The archive on disk, downloaded first if allowed; DatasetUnavailable otherwise."""
     path = folder / archive.filename
     how = _how_to_get(archive, folder)
-    if not path.is_file() and download:
-        failures = []
-        for url in archive.urls:
-            try:
-                fetch(url, path, archive.sha256)
-                break
-            except OSError as error:  # network failure: try the next mirror
-                failures.append(f"  {url}: {error}")
-        else:
-            raise DatasetUnavailable(f"could not download {path}:\n" + "\n".join(failures)
-                                     + f"\n  how to get it: {how}")
+    with locked(folder):  # two datasets of one source: one job downloads, the other waits
+        if not path.is_file() and download:
+            failures = []
+            for url in archive.urls:
+                try:
+                    fetch(url, path, archive.sha256)
+                    break
+                except OSError as error:  # network failure: try the next mirror
+                    failures.append(f"  {url}: {error}")
+            else:
+                raise DatasetUnavailable(f"could not download {path}:\n"
+                                         + "\n".join(failures) + f"\n  how to get it: {how}")
     return require_file(path, archive.sha256, how)
 
 

@@ -94,10 +94,13 @@ def acs(root: Path, task: Literal["coverage", "income", "travel", "mobility"],
     try:
         frame = source.get_data(states=[state], download=download)
     except (FileNotFoundError, OSError) as error:
+        how = ("copy folktables' data folder there" if download else
+               "run with download: true on a machine with internet, or copy folktables' "
+               "data folder there")
         raise DatasetUnavailable(
-            f"ACS {year} 1-year person survey of {state} not found under {folder} ({error}); "
-            "run with download: true on a machine with internet, or copy folktables' data "
-            "folder there") from None
+            f"ACS {year} 1-year person survey of {state} "
+            + ("could not be downloaded" if download else "not found")
+            + f" under {folder} ({error}); {how}") from None
     X, y, _ = getattr(folktables, ACS_TASKS[task]).df_to_numpy(frame)
     return Dataset(X=X.astype(np.float32), y=y.astype(np.int64), n_classes=2,
                    input_shape=X.shape[1:], name=f"acs_{state.lower()}_{task}",
