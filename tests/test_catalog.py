@@ -385,6 +385,15 @@ def test_a_table_lists_the_cells_its_paper_contradicts() -> None:
     assert cat.contradictions("SM-F5") == []  # a figure the paper prints no number for
 
 
+def test_a_table_says_which_paper_values_are_stated_not_measured() -> None:
+    """QMIA-X2's paper column is Theorem 1's FPR = a, not a measurement: its page says so;
+    a table of printed measurements says nothing."""
+    assert cat.stated_not_measured("QMIA-X2") == [
+        "- Theorem 1: FPR = a for the pinball-loss minimiser over a class closed under shifts; "
+        "not a printed measurement"]
+    assert cat.stated_not_measured("BMIA-T1") == []
+
+
 def test_a_page_of_several_studies_says_each_deviation_once():
     """Deviations several studies share go under all of them, first; each study then lists
     its own, or points above where it has none of its own."""

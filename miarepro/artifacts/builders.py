@@ -21,6 +21,7 @@ from miarepro.artifacts.catalog import (
     implemented,
     paper_number,
     paper_value,
+    stated_not_measured,
 )
 from miarepro.artifacts.regime import regime_markdown, regime_rows
 from miarepro.artifacts.registry import BUILDERS, COMPUTE
@@ -361,6 +362,10 @@ def paper_table(name: str, settings: dict[str, Any], config: dict[str, Any], pre
              interval_note(config), "", "## Regime", "",
              *regime_markdown(regime_rows(config, studies)), "", "## Results", "", *notes, "",
              _markdown(wide), ""]
+    if stated := stated_not_measured(name):
+        lines += ["## Values the paper states, not measures", "", "The paper column holds, "
+                  "for these, what the paper derives rather than a number it measured:", "",
+                  *stated, ""]
     if doubts := contradictions(name):
         lines += ["## Cells the paper contradicts", "", "The paper column copies each number "
                   "as printed; the paper contradicts these elsewhere (another table, a "

@@ -265,6 +265,16 @@ def contradictions(artifact: str) -> list[str]:
             f"{row['value']:g}: {row['note']}" for row in flagged.to_dict("records")]
 
 
+def stated_not_measured(artifact: str) -> list[str]:
+    """Markdown bullets for the artifact's paper values that the paper states rather than
+    measures (QMIA-X2: Theorem 1's FPR = a), so that its page does not show them as
+    measurements (their ``note`` says "not a printed measurement")."""
+    values = paper_values(artifact)
+    notes = values.loc[values["note"].str.contains("not a printed measurement", regex=False),
+                       "note"]
+    return [f"- {note}" for note in dict.fromkeys(notes)]
+
+
 def paper_number(paper: str, dataset, attack, setting, metric: str, model: str | None = None,
                  *, model_rows_only: bool = False) -> float | None:
     """The paper's first printed number for one (dataset, attack, setting, metric) cell, for
