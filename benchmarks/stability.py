@@ -191,11 +191,11 @@ def predicted(first: pd.DataFrame, second: pd.DataFrame, draws: int = 1000,
     ``counts``, those chances at each of ``counts`` instead (``agree_<c>``, ``resolved_<c>``,
     ``decided_<c>``), fewer than the row's own included.
 
-    The replicate-level quantity is modelled as normal, with the two runs' mean and their
-    pooled replicate spread (read back from each Student-t interval); a trend's interval is
-    Welch's, read as if it had n - 1 degrees of freedom. A row whose quantity lies within
-    about an interval's half-width of the claimed boundary agrees by chance; more replicates
-    narrow that band as 1 / sqrt(n), no faster."""
+    The replicate-level quantity (a cost's log) is modelled as normal, with the two runs' mean
+    and their pooled replicate spread (read back from each Student-t interval); a trend's
+    interval is Welch's, read as if it had n - 1 degrees of freedom. A row whose quantity lies
+    within about an interval's half-width of the claimed boundary agrees by chance; more
+    replicates narrow that band as 1 / sqrt(n), no faster."""
     claims = {claim.id: claim for paper in first["paper"].unique()
               for claim in claims_module.load_claims(paper)}
     key = ["claim", "study"]
@@ -212,10 +212,13 @@ def predicted(first: pd.DataFrame, second: pd.DataFrame, draws: int = 1000,
     for row in both.itertuples(index=False):
         now = int(row.replicates_1)
         t = student_half_width(1.0, now - 1)
-        spreads = [(row.quantity_high_1 - row.quantity_low_1) / 2 / t * np.sqrt(now),
-                   (row.quantity_high_2 - row.quantity_low_2) / 2 / t * np.sqrt(now)]
-        centre, spread = (row.quantity_1 + row.quantity_2) / 2, np.sqrt(np.mean(
-            np.square(spreads)))
+        # a cost's interval is over its logs (uncertainty.geometric): it is drawn on them
+        logged = claims[row.claim].metric in claims_module.COSTS
+        read = np.log if logged else np.asarray
+        value, low, high = (read([getattr(row, f"quantity{part}_{run}") for run in (1, 2)])
+                            for part in ("", "_low", "_high"))
+        spreads = (high - low) / 2 / t * np.sqrt(now)
+        centre, spread = value.mean(), np.sqrt(np.mean(np.square(spreads)))
         out = {"claim": row.claim, "study": row.study, "replicates": now,
                "agree_observed": row.verdict_1 == row.verdict_2}
         labels = ([(str(c), c) for c in counts] if counts is not None else
@@ -228,8 +231,10 @@ def predicted(first: pd.DataFrame, second: pd.DataFrame, draws: int = 1000,
             values = reruns[:, :count]
             means, half = values.mean(axis=1), student_half_width(
                 values.std(axis=1, ddof=1), count - 1) / np.sqrt(count)  # as Estimate's
+            bounds = (means - half, means + half)
             shares[count] = pd.Series(claims_module.decide_bounds(
-                claims[row.claim], means - half, means + half)).value_counts(normalize=True)
+                claims[row.claim], *(np.exp(bounds) if logged else bounds))
+            ).value_counts(normalize=True)
         for label, count in labels:
             resolved = shares[count].drop("inconclusive", errors="ignore")
             out[f"agree_{label}"] = float((shares[count]**2).sum())

@@ -1030,9 +1030,9 @@ def test_ratio_at_most_verdict(a, expected):
 
 def test_a_cost_over_repetitions_is_timed_in_each(monkeypatch):
     """In a partition study of 3 repetitions, gpu_minutes is timed in each (its own reference
-    models, fit and scoring: builders.target_compute_seconds) and its interval is Student-t
-    over them, paired by repetition across a claim's two attacks, not the timing-noise model
-    of a cost timed once (BMIA-C36 read target 0 alone, and flipped between seeds)."""
+    models, fit and scoring: builders.target_compute_seconds) and its interval is over them,
+    on the log scale, paired by repetition across a claim's two attacks, not the timing-noise
+    model of a cost timed once (BMIA-C36 read target 0 alone, and flipped between seeds)."""
     from miarepro.artifacts import builders
 
     seconds = {"bmia": [60.0, 120.0, 90.0], "lira": [600.0, 900.0, 750.0]}
@@ -1040,15 +1040,16 @@ def test_a_cost_over_repetitions_is_timed_in_each(monkeypatch):
                         lambda _results, _study, attack, _config: seconds[attack])
     config = {"studies": {"s": {"split": {"scheme": "partition"}, "targets": 3,
                                 "attacks": {}}}}
-    cost = cl._measure("s", "bmia", "gpu_minutes", config)
-    half = 4.302653 * np.std([1.0, 2.0, 1.5], ddof=1) / np.sqrt(3)
-    assert cost.method == "targets" and cost.value == pytest.approx(1.5)
-    assert cost.interval() == pytest.approx((1.5 - half, 1.5 + half))
-    ratio = cost.ratio(cl._measure("s", "lira", "gpu_minutes", config))
-    assert ratio.value == pytest.approx(90.0 / 750.0)
-    pseudo = ratio.value + (np.array([1.0, 2.0, 1.5]) - ratio.value * np.array(
-        [10.0, 15.0, 12.5])) / 12.5  # the delta method, repetition by repetition
-    np.testing.assert_allclose(ratio.draws, pseudo)
+    assert cl._measure("s", "bmia", "gpu_minutes", config).method == "targets"
+    cost = cl._over_replicates(["s"], "bmia", "gpu_minutes", config)
+    logs = np.log([1.0, 2.0, 1.5])
+    half = 4.302653 * np.std(logs, ddof=1) / np.sqrt(3)
+    assert cost.log_scale and cost.value == pytest.approx(np.exp(logs.mean()))
+    assert cost.interval() == pytest.approx(np.exp([logs.mean() - half, logs.mean() + half]))
+    ratio = cost.ratio(cl._over_replicates(["s"], "lira", "gpu_minutes", config))
+    per_repetition = np.array([60.0 / 600.0, 120.0 / 900.0, 90.0 / 750.0])
+    np.testing.assert_allclose(ratio.draws, per_repetition)
+    assert ratio.value == pytest.approx(np.exp(np.log(per_repetition).mean()))
 
 
 def test_scoring_seconds_over_repetitions_are_each_targets_own(monkeypatch):
@@ -1063,12 +1064,13 @@ def test_scoring_seconds_over_repetitions_are_each_targets_own(monkeypatch):
         {"score_seconds": seconds[attack], "model_seconds": 100.0, "fit_seconds": 100.0}))
     config = {"studies": {"s": {"split": {"scheme": "partition"}, "targets": 3,
                                 "attacks": {}}}}
-    cost = cl._measure("s", "n300", "seconds", config)
-    assert cost.method == "targets" and cost.value == pytest.approx(4.0)
-    half = 4.302653 * 0.1 / np.sqrt(3)
-    assert cost.interval() == pytest.approx((4.0 - half, 4.0 + half))
-    ratio = cost.ratio(cl._measure("s", "n10", "seconds", config))
-    assert ratio.value == pytest.approx(4.0)
+    cost = cl._over_replicates(["s"], "n300", "seconds", config)
+    logs = np.log([3.9, 4.0, 4.1])
+    assert cost.method == "targets" and cost.value == pytest.approx(np.exp(logs.mean()))
+    half = 4.302653 * np.std(logs, ddof=1) / np.sqrt(3)
+    assert cost.interval() == pytest.approx(np.exp([logs.mean() - half, logs.mean() + half]))
+    ratio = cost.ratio(cl._over_replicates(["s"], "n10", "seconds", config))
+    assert ratio.value == pytest.approx(np.exp(logs.mean()))
     assert cl.decide(claim("ratio_at_most", 2.0), ratio) == "fails"
 
 
@@ -1235,6 +1237,29 @@ def test_replication_predicts_how_often_a_second_run_agrees():
         predicted.append(cl.replication(greater, "s", outcome, first))
         agreed.append(cl.decide(greater, second) == outcome)
     assert np.mean(predicted) == pytest.approx(np.mean(agreed), abs=0.04)
+
+
+def test_replication_of_a_cost_is_drawn_on_its_logs():
+    """Cost ratios whose truth spreads around a claimed "at most 0.1" (BMIA-C36's form),
+    each run twice with 3 replicates of log-normal timings (a factor of about 1.05 each): the
+    mean replication of the first run's verdicts is the share of second runs that agree.
+    Redrawn with the logs' spread on the raw scale, every rerun would be inconclusive."""
+    at_most = claim("ratio_at_most", 0.1, metric="gpu_minutes")
+    rng = np.random.default_rng(11)
+
+    def run(truth: float) -> Estimate:
+        a, b = (uncertainty.geometric(_replicates(scale * np.exp(0.05 * rng.standard_normal(3))))
+                for scale in (truth, 1.0))
+        return a.ratio(b)
+
+    predicted, agreed = [], []
+    for truth in 0.1 * np.exp(rng.normal(0.0, 0.3, 400)):
+        first, second = run(truth), run(truth)
+        assert first.log_scale and first.interval()[0] > 0
+        outcome = cl.decide(at_most, first)
+        predicted.append(cl.replication(at_most, "s", outcome, first))
+        agreed.append(cl.decide(at_most, second) == outcome)
+    assert np.mean(predicted) == pytest.approx(np.mean(agreed), abs=0.05)
 
 
 def test_the_claims_page_counts_the_verdicts_a_rerun_would_keep():

@@ -39,6 +39,20 @@ def test_rows_far_from_their_boundary_agree_and_rows_on_its_edge_toss_a_coin():
     assert edge["resolved_20"] > 0.99 and edge["agree_20"] > 0.98
 
 
+def test_a_cost_row_is_drawn_on_its_logs_as_its_interval_is():
+    """BMIA-C36 (gpu_minutes, a ratio at most 0.13) whose geometric interval ends on its bound:
+    [0.05^2 / 0.13, 0.13] around 0.05. On its logs, its top is on the bound and holds about
+    half the time; read on the raw scale, its centre would sit at 0.075 and it would hold at
+    most reruns."""
+    claim = next(c for c in claims.load_claims("bmia") if c.id == "BMIA-C36")
+    assert claim.kind == "ratio_at_most" and claim.value == 0.13
+    run = pd.DataFrame([{"claim": claim.id, "study": "s", "paper": "bmia", "verdict": "holds",
+                         "replicates": 3.0, "quantity": 0.05, "quantity_low": 0.05**2 / 0.13,
+                         "quantity_high": 0.13}])
+    edge = stability.predicted(run, run).iloc[0]
+    assert 0.4 < edge["resolved_now"] < 0.7
+
+
 def test_the_replication_column_is_checked_against_the_second_run():
     first = pd.DataFrame({"claim": ["A", "B", "C", "D"], "study": "s",
                           "verdict": ["holds", "holds", "inconclusive", "not run"],

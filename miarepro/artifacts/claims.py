@@ -7,7 +7,7 @@ noise contradicts it (``not_below``: "on a par or better", ``a >= b - value``),
 a bound on one attack (``at_least`` / ``at_most``) or on the ratio of two (``ratio_at_least``,
 ``ratio_at_most``: with ``metric: gpu_minutes``, ``train_minutes`` or ``audit_minutes`` a
 cost, the minutes an attack needs, or ``seconds``, its scoring time per target, with the run's
-timing noise as its interval: :func:`_measure`),
+timing noise as its interval: :func:`_measure`; over replicates, on the log scale),
 a value a theorem promises, within a ``margin`` (``equals``: QMIA's FPR = a), a trend of one
 attack across studies (``increases`` / ``decreases`` ``over`` the DP ``epsilon`` or the target's
 ``train_size``: its metric where that value is largest against where it is smallest, two
@@ -450,19 +450,18 @@ def replication(claim: Claim, study: str, outcome: str, quantity: Estimate,
     interval is not over replicates, targets or two studies' (Welch): a bootstrap over one
     trained realisation's records, or one run's timing noise, cannot see a rerun's training.
 
-    The replicate-level quantity is modelled as normal, and a rerun drawn from its posterior
-    predictive given this run's ``n`` values (Jeffreys prior): a spread ``sigma`` drawn from
-    ``s^2 (n - 1) / chi^2_(n-1)``, a true mean from ``N(mean, sigma^2 / n)``, then the rerun's
-    mean from ``N(true mean, sigma^2 / n)`` and its spread from ``sigma^2 chi^2_(n-1) / (n - 1)``;
-    the rerun is decided by the claim's own rule: for ``matched_best`` over ``rivals``
-    rivals, it fails at their Bonferroni level, as :func:`matched_best_verdict` decides
-    (``quantity`` is the difference from the rival the row is decided against). A verdict
-    whose interval ends near the claimed boundary gets about one half, whatever the
+    The replicate-level quantity (a cost's log) is modelled as normal, and a rerun drawn from
+    its posterior predictive given this run's ``n`` values (Jeffreys prior): a spread ``sigma``
+    drawn from ``s^2 (n - 1) / chi^2_(n-1)``, a true mean from ``N(mean, sigma^2 / n)``, then
+    the rerun's mean from ``N(true mean, sigma^2 / n)`` and its spread from ``sigma^2
+    chi^2_(n-1) / (n - 1)``; the rerun is decided by the claim's own rule: for ``matched_best``
+    over ``rivals`` rivals, it fails at their Bonferroni level, as :func:`matched_best_verdict`
+    decides (``quantity`` is the difference from the rival the row is decided against). A
+    verdict whose interval ends near the claimed boundary gets about one half, whatever the
     replicate count. Only the interval is redrawn: whether a rerun's attacks stay
     distinguishable from chance ("no signal") is not modelled, nor, for a predicted order,
     whether a rerun's losses predict the same order. The stability benchmark compares this
-    column with the agreement a second run shows.
-    """
+    column with the agreement a second run shows."""
     if (outcome not in ("holds", "fails", "inconclusive")
             or quantity.method not in ("replicates", "targets", "welch")):
         return float("nan")
@@ -473,13 +472,17 @@ def replication(claim: Claim, study: str, outcome: str, quantity: Estimate,
         return float("nan")
     rng = np.random.default_rng(list(f"{claim.id}/{study}".encode()))
     sigma = error * np.sqrt(dof / rng.chisquare(dof, RERUNS))
-    means = quantity.value + np.sqrt(2.0) * sigma * rng.standard_normal(RERUNS)
+    centre = np.log(quantity.value) if quantity.log_scale else quantity.value
+    means = centre + np.sqrt(2.0) * sigma * rng.standard_normal(RERUNS)
     errors = sigma * np.sqrt(rng.chisquare(dof, RERUNS) / dof)
     half = uncertainty.student_half_width(errors, dof)
     # the upper bound decides "fails" of a greater-than claim: at the rivals' Bonferroni level
     upper = half if claim.kind != "matched_best" else uncertainty.student_half_width(
         errors, dof, bonferroni_level(rivals))
-    return float(np.mean(decide_bounds(claim, means - half, means + upper) == outcome))
+    low, high = means - half, means + upper
+    if quantity.log_scale:  # a cost's, drawn on the log scale as its interval is
+        low, high = np.exp(low), np.exp(high)
+    return float(np.mean(decide_bounds(claim, low, high) == outcome))
 
 
 def _at_chance(claim: Claim, a: Estimate, b: Estimate) -> bool:
@@ -1165,9 +1168,11 @@ def _level(over: str, study: str, study_config: dict[str, Any]) -> float | None:
 def _over_replicates(replicates: list[str], attack: str, metric: str,
                      config: dict[str, Any]) -> Estimate:
     """An attack's metric in a study: over its replicates where it has several (the interval
-    then holds training's variance), else from its one run (targets or audited records)."""
+    then holds training's variance), else from its one run (targets or audited records); a
+    cost over several runs on the log scale (:func:`miarepro.uncertainty.geometric`)."""
     found = [_measure(study, attack, metric, config) for study in replicates]
-    return found[0] if len(found) == 1 else uncertainty.over_replicates(found)
+    estimate = found[0] if len(found) == 1 else uncertainty.over_replicates(found)
+    return uncertainty.geometric(estimate) if metric in COSTS else estimate
 
 
 def _agreement_over(replicates: list[str], pair: Pair, metric: str,
