@@ -73,6 +73,7 @@ class Side:
     values: np.ndarray  # the side's metric in each independent run
     resolvable: bool
     exceedances: float  # non-members above threshold over the runs; 0: not poolable
+    chance: float | None = None  # what an attack without signal averages at these audits
 
 
 def fpr_of(metric: str) -> float | None:
@@ -99,6 +100,26 @@ def calls_at(member: np.ndarray, score: np.ndarray, fpr: float) -> np.ndarray:
     nonmembers = np.sort(score[~member])[::-1]
     k = math.floor(fpr * len(nonmembers) + 1e-9)
     return score > (nonmembers[k] if k < len(nonmembers) else -np.inf)
+
+
+def chance_at(group: pd.DataFrame, metric: str, draws: int = 2000) -> float | None:
+    """What an attack without signal averages on ``metric`` at this target's audit, where
+    that is not the nominal level: TPR at FPR a passes the (k+1)-th highest non-member, above
+    which a share (k + 1) / (n_out + 1) of a common score distribution lies on average;
+    precision at FPR a by simulation (scores drawn alike for members and non-members). None
+    elsewhere: AUC, a decision's accuracy, advantage and precision average their nominal
+    level without signal."""
+    fpr = fpr_of(metric)
+    if fpr is None or metric.startswith("fpr@"):
+        return None
+    member = group["member"].to_numpy(bool)
+    n_out = int((~member).sum())
+    if metric.startswith("tpr@"):
+        return (math.floor(fpr * n_out + 1e-9) + 1) / (n_out + 1)
+    rng = np.random.default_rng(0)
+    return float(np.mean([target_value(pd.DataFrame({"member": member,
+                                                     "score": rng.random(len(member))}), metric)
+                          for _ in range(draws)]))
 
 
 def rank_auc(member: np.ndarray, score: np.ndarray) -> float:
@@ -211,10 +232,11 @@ class Run:
             return self.agreement(study, names, float(match.group(1)) / 100, partition, count)
         parts = []
         for name in names:
-            values, resolvable, runs = [], True, []
+            values, resolvable, runs, chances = [], True, [], []
             for copy in [study] + [f"{study}-r{r}" for r in range(1, count)]:
                 groups = self.targets(copy, name)
                 per_target = [target_value(g, metric) for g in groups]
+                chances += [chance_at(g, metric) for g in groups]
                 exceeding = exceedances(metric, min(int(g["member"].sum()) for g in groups),
                                         min(int((~g["member"]).sum()) for g in groups))
                 resolvable &= exceeding >= MIN_EXCEEDANCES
@@ -224,9 +246,12 @@ class Run:
             if len(values) < (MIN_TARGETS if partition else 2):
                 raise NotRechecked("too few runs: a bootstrap interval")
             parts.append(Side(np.array(values), resolvable,
-                              sum(runs) if min(runs) >= MIN_RUN_EXCEEDANCES else 0.0))
+                              sum(runs) if min(runs) >= MIN_RUN_EXCEEDANCES else 0.0,
+                              None if None in chances else float(np.mean(chances))))
+        if len(parts) == 1:
+            return parts[0]
         return Side(sum(p.values for p in parts), all(p.resolvable for p in parts),
-                    min(p.exceedances for p in parts))
+                    min(p.exceedances for p in parts))  # a sum: its nominal chance
 
     def agreement(self, study: str, pair: tuple[str, ...], fpr: float, partition: bool,
                   count: int) -> Side:
@@ -404,14 +429,15 @@ def vacuous(claim: dict[str, Any], paper: str, ours: Recheck, sides: list, metri
             ) -> bool:
     """A parity an attack at chance would pass too: the reference side (b of ``not_below``,
     how far above chance; the farther of ``close``'s two) within the tolerance plus the
-    interval's half-width of chance."""
+    interval's half-width of chance, chance being what an attack without signal averages at
+    the side's audits (:func:`chance_at`) or the metric's nominal level."""
     kind = claim["kind"]
     if kind not in ("close", "not_below") or ours.verdict in ("fails", "not resolvable"):
         return False
     reaches = [s.values.mean() - level if kind == "not_below" else abs(s.values.mean() - level)
                for s, m in list(zip(sides, metrics, strict=True))[kind == "not_below":]
-               if (level := fpr_of(m) if m.startswith("tpr@")
-                   else CHANCE.get(m.split("@")[0])) is not None]
+               if (level := s.chance if s.chance is not None else fpr_of(m)
+                   if m.startswith("tpr@") else CHANCE.get(m.split("@")[0])) is not None]
     return bool(reaches) and max(reaches) <= (claim["value"] / scale(claim, paper)
                                               + (ours.high - ours.low) / 2)
 

@@ -123,6 +123,25 @@ def test_a_parity_that_a_side_at_chance_would_pass_too_is_no_signal(kind, a, b, 
     assert cl.verdict(parity, a, b)[0] == without
 
 
+def test_a_parity_measures_its_reference_from_what_chance_averages_at_its_audit():
+    """TPR@0.1% with 300 non-members: the conservative threshold is the highest of them, which
+    an attack without signal's members pass a share Beta(1, 300) of the time, 1/301 = 0.33% on
+    average, not the nominal 0.1%. b at 0.45% is then 0.11 points from what chance gives,
+    within the 0.1-point tolerance plus the half-width (0.095): no signal. From the nominal
+    level (0.35 points) it would have read as testable."""
+    parity = claim("not_below", 0.1, metric="tpr@0.1%")
+    rng = np.random.default_rng(0)
+    null = uncertainty.null_draws("tpr@0.1%", {"n_members": 300, "n_nonmembers": 300}, rng)
+    assert null.mean() == pytest.approx(1 / 301, rel=0.05)
+    a = Estimate(0.0045, 0.0045 + np.linspace(-0.0005, 0.0005, 1001), "bootstrap")
+    b = replace(a, draws=a.draws[::-1], chance=lambda: null)
+    outcome, quantity = cl.verdict(parity, a, b)
+    assert outcome == "no signal"
+    assert "the reference attack is 0.11" in cl.vacuous_parity(parity, a, b, quantity)
+    nominal = replace(b, chance=None)
+    assert cl.verdict(parity, a, nominal)[0] == "holds"
+
+
 @pytest.mark.parametrize(("paper", "tolerance"), [("subpop", 1.5), ("iha", 0.015)])
 def test_a_parity_that_could_not_fail_reads_the_tolerance_in_the_papers_units(paper, tolerance):
     """Subpop prints AUC in percent, IHA as a fraction: the same 1.5-point tolerance either

@@ -60,6 +60,22 @@ def test_its_metrics_are_the_packages_on_audits_with_ties(seed):
                               metrics.decisions_at_fpr(member, score, fpr))
 
 
+@pytest.mark.parametrize("n", [300, 1500])
+def test_its_chance_at_an_audit_is_the_packages_null_mean(n):
+    """What an attack without signal averages at an audit, the level a parity's reference is
+    measured from: the recheck's closed form (TPR) and simulation (precision) against the
+    package's null draws; AUC and a decision's metrics stay at their nominal level."""
+    group = pd.DataFrame({"member": np.repeat([True, False], n), "score": 0.0})
+    for metric in ("tpr@1%", "tpr@0.1%", "precision@1%", "precision@0.1%"):
+        null = uncertainty.null_draws(metric, {"n_members": n, "n_nonmembers": n},
+                                      np.random.default_rng(0))
+        assert recheck_claims.chance_at(group, metric) == pytest.approx(null.mean(), rel=0.02)
+    assert recheck_claims.chance_at(group, "tpr@0.1%") == pytest.approx(
+        (np.floor(0.001 * n) + 1) / (n + 1))
+    assert recheck_claims.chance_at(group, "auc") is None
+    assert recheck_claims.chance_at(group, "advantage@cal90") is None
+
+
 def test_its_verdicts_are_the_packages_on_hand_intervals():
     """Every kind it rechecks, on intervals either side of, across and on the claimed bound."""
     by_kind = {claim.kind: claim for paper in ("bmia", "iha", "qmia", "stolen-memories",

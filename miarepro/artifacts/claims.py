@@ -355,7 +355,10 @@ def vacuous_parity(claim: Claim, a: Estimate, b: Estimate | None, quantity: Esti
     reference side (b of ``not_below``, the farther of ``close``'s two) is no farther from
     chance than the tolerance plus the half-width of the difference's interval. A tolerance
     taken at the paper's scale can be that wide on a miniature whose attacks sit nearer
-    chance (a point of TPR@1% where BMIA reaches 2%, not 9%); its "holds" says nothing."""
+    chance (a point of TPR@1% where BMIA reaches 2%, not 9%); its "holds" says nothing.
+    Chance is what an attack without signal averages at the side's audit, where its draws
+    are known: above the nominal level at a small audit (TPR@0.1% at 1,500 non-members
+    passes the second-highest of them, 2 / 1,501; precision@1% averages about 0.6)."""
     if claim.kind not in TOLERANCES or b is None:
         return ""
     sides = list(zip((a, b), claim.side_metrics(), strict=True))
@@ -363,8 +366,7 @@ def vacuous_parity(claim: Claim, a: Estimate, b: Estimate | None, quantity: Esti
     if below:  # how far b is above chance: one below it lets an attack at chance pass
         sides = sides[1:]
     reaches = [side.value - chance if below else abs(side.value - chance)
-               for side, metric in sides
-               if (chance := uncertainty.chance_level(metric)) is not None]
+               for side, metric in sides if (chance := _chance_at(side, metric)) is not None]
     if not reaches:
         return ""
     low, high = quantity.interval()
@@ -378,6 +380,13 @@ def vacuous_parity(claim: Claim, a: Estimate, b: Estimate | None, quantity: Esti
     return (f"; it could not fail: the reference attack is {scale * max(reaches):.3g} from "
             f"chance, within the tolerance {claim.value:g} plus the interval's half-width "
             f"{scale * half:.3g}")
+
+
+def _chance_at(side: Estimate, metric: str) -> float | None:
+    """What an attack without signal averages on ``metric`` measured as ``side`` is: its null
+    draws' mean where known, else the metric's nominal level (None: it has none)."""
+    level = uncertainty.chance_level(metric)
+    return level if level is None or side.null is None else float(np.mean(side.null))
 
 
 def compared(claim: Claim, a: Estimate, b: Estimate | None = None, *, paired: bool = False
