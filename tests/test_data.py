@@ -21,6 +21,7 @@ from miarepro.data import (
     tabular_archives,
     with_ood,
 )
+from miarepro.data.download import NotTheFile
 
 EMBEDDED = {
     # source: (input_shape, n_classes, task, is_image)
@@ -558,6 +559,36 @@ def test_purchase100_missing_then_downloaded(tmp_path, purchase_rows, monkeypatc
     assert (tmp_path / "data" / "purchase100" / "dataset_purchase.tgz").is_file()
 
 
+def test_a_moved_link_is_never_kept_as_the_dataset(tmp_path, purchase_rows, monkeypatch):
+    """Purchase100 has no published checksum, so its file is trusted on first use. A mirror
+    that answers with a web page (a moved link) must not become that file: the next mirror
+    is tried, and a page saved by hand in its place is refused, never recorded."""
+    page = tmp_path / "moved.html"
+    page.write_bytes(b"\n<!DOCTYPE html><html><body>This page has moved</body></html>")
+    with pytest.raises(NotTheFile, match=r"sent a web page, not page\.bin"):
+        fetch(page.as_uri(), tmp_path / "got" / "page.bin", None)
+    assert list((tmp_path / "got").iterdir()) == []  # neither the file nor a partial
+    zipped = tmp_path / "remote.zip"
+    zipped.write_bytes(b"PK\x03\x04 a zip archive")
+    with pytest.raises(NotTheFile, match="not a tar archive"):
+        fetch(zipped.as_uri(), tmp_path / "got" / "a.tgz", None, archive=True)
+
+    remote = tmp_path / "remote.tgz"
+    _tgz(remote, {"dataset_purchase": _rows(*purchase_rows)})
+    archive = dataclasses.replace(tabular_archives.PURCHASE100,
+                                  urls=(page.as_uri(), remote.as_uri()))
+    monkeypatch.setattr(tabular_archives, "PURCHASE100", archive)
+    dataset = load_dataset({"source": "purchase100", "download": True}, root=tmp_path / "data")
+    assert len(dataset) == 5  # from the second mirror
+
+    folder = tmp_path / "saved" / "purchase100"
+    folder.mkdir(parents=True)
+    (folder / "dataset_purchase.tgz").write_bytes(page.read_bytes())
+    with pytest.raises(DatasetUnavailable, match="is a web page, not the dataset file"):
+        load_dataset({"source": "purchase100"}, root=tmp_path / "saved")
+    assert not (folder / "dataset_purchase.tgz.sha256").exists()
+
+
 def test_texas100_from_the_archive(tmp_path):
     rng = np.random.default_rng(1)
     features, labels = rng.integers(0, 2, (4, 25)), np.array([3, 100, 1, 55])
@@ -581,6 +612,52 @@ def test_texas100_archive_without_labels_is_refused(tmp_path):
     with pytest.raises(ValueError, match="texas/100/labels"):
         load_dataset({"source": "texas100"}, root=tmp_path)
 
+
+
+def test_an_openml_task_is_downloaded_through_its_task_description(tmp_path, monkeypatch):
+    """With download, the task's dataset id and target come from OpenML's task description,
+    the dataset from scikit-learn's fetch_openml; categorical features become their codes.
+    A network failure names the task and how to get it by hand."""
+    import urllib.error
+    import urllib.request
+
+    import pandas as pd
+    import sklearn.datasets
+    from sklearn.utils import Bunch
+
+    description = {"task": {"input": [{"name": "source_data", "data_set": {
+        "data_set_id": "44089", "target_feature": "class"}}, {"name": "estimation_procedure"}]}}
+    asked = {}
+
+    def urlopen(url, timeout):
+        asked["url"] = url
+        return io.BytesIO(json.dumps(description).encode())
+
+    def fetch_openml(data_id, target_column, as_frame, data_home):
+        asked.update(data_id=data_id, target=target_column)
+        data = pd.DataFrame({"size": [1.5, 2.0, 3.5],
+                             "colour": pd.Categorical(["red", "blue", "red"])})
+        return Bunch(data=data, target=pd.Series(["b", "a", "b"], name="class"))
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    monkeypatch.setattr(sklearn.datasets, "fetch_openml", fetch_openml)
+    data = load_dataset({"source": "openml_task", "task": 361060, "download": True},
+                        root=tmp_path)
+    assert asked == {"url": "https://www.openml.org/api/v1/json/task/361060",
+                     "data_id": 44089, "target": "class"}
+    np.testing.assert_array_equal(data.X, [[1.5, 1.0], [2.0, 0.0], [3.5, 1.0]])
+    np.testing.assert_array_equal(data.y, [1, 0, 1])
+    assert data.meta["columns"] == ["size", "colour"]
+    assert (tmp_path / "openml" / "task-361060.csv").is_file()
+
+    def offline(url, timeout):
+        raise urllib.error.URLError("no route to host")
+
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    with pytest.raises(DatasetUnavailable,
+                       match=r"OpenML task 361061 \(.*no route to host.*task-361061\.csv"):
+        load_dataset({"source": "openml_task", "task": 361061, "download": True},
+                     root=tmp_path)
 
 
 def test_openml_task_reads_the_csv_and_verifies_it_later(tmp_path):

@@ -48,11 +48,11 @@ def cinic10(root: Path, part: Literal["train", "valid", "test"] = "test",
         with locked(folder):  # one job downloads it; the other parts' jobs wait for it
             if download and not archive.exists():
                 try:
-                    fetch(URL, archive, sha256=None)
+                    fetch(URL, archive, sha256=None, archive=True)
                 except OSError as error:  # the network's, not a missing file's
                     raise DatasetUnavailable(f"downloading CINIC-10 failed ({error}): {how}"
                                              ) from error
-        require_file(archive, how_to_get=how)
+        require_file(archive, how_to_get=how, archive=True)
         with extracting(folder) as scratch:
             if not (folder / part).is_dir():  # or another part's job extracted it meanwhile
                 with tarfile.open(archive) as tar:

@@ -29,6 +29,25 @@ class DatasetUnavailable(FileNotFoundError):
     """A dataset's files are not on disk (and were not, or could not be, downloaded)."""
 
 
+class NotTheFile(OSError):
+    """A server answered with something other than the file (a web page: a moved link, a
+    login or an error page); an OSError, so that a loader with mirrors tries the next."""
+
+
+def _not_the_file(path: Path, archive: bool) -> str | None:
+    """What is wrong with a file that has no published checksum, or None: a web page is never
+    a dataset file, and an ``archive`` must be one that :mod:`tarfile` opens."""
+    import tarfile
+
+    with open(path, "rb") as handle:
+        head = handle.read(512).lstrip().lower()
+    if head.startswith((b"<!doctype html", b"<html")):
+        return "a web page"
+    if archive and not tarfile.is_tarfile(path):
+        return f"not a tar archive (it begins {head[:16]!r})"
+    return None
+
+
 @contextlib.contextmanager
 def locked(folder: Path) -> Iterator[None]:
     """Hold ``folder``'s lock: dataset jobs run side by side on the submit host, and two that
@@ -94,7 +113,7 @@ def verify_sha256(path: str | os.PathLike[str], sha256: str) -> None:
 
 
 def fetch(url: str, destination: str | os.PathLike[str], sha256: str | None,
-          timeout: float = 60.0) -> Path:
+          timeout: float = 60.0, archive: bool = False) -> Path:
     """Download ``url`` to ``destination``, resuming an interrupted download, verifying its
     SHA-256 when one is known.
 
@@ -103,8 +122,10 @@ def fetch(url: str, destination: str | os.PathLike[str], sha256: str | None,
     that partial file, and the next call asks the server for the rest (an HTTP Range request;
     a server that ignores it sends the whole file again). A checksum mismatch deletes it.
     ``sha256=None`` is allowed for sources whose digest could not be confirmed; the digest of
-    what arrived is then logged so that it can be pinned. Two jobs fetching one file take
-    turns (a lock on the partial file): the second finds the file in place.
+    what arrived is then logged so that it can be pinned, and what arrived must not be a web
+    page (nor, for an ``archive``, anything but a tar archive): a moved link answers with one,
+    which would otherwise be kept as the dataset (:class:`NotTheFile`). Two jobs fetching one
+    file take turns (a lock on the partial file): the second finds the file in place.
     """
     import fcntl
 
@@ -120,6 +141,10 @@ def fetch(url: str, destination: str | os.PathLike[str], sha256: str | None,
         _download(url, out, timeout)
         actual = sha256_of(partial)
         if sha256 is None:
+            if (wrong := _not_the_file(partial, archive)) is not None:
+                partial.unlink()
+                raise NotTheFile(f"{url} sent {wrong}, not {destination.name}: the link may "
+                                 "have moved")
             log.warning("no checksum pinned for %s; the downloaded file has sha256 %s",
                         url, actual)
         elif actual != sha256.lower():
@@ -153,14 +178,15 @@ def _download(url: str, out: Any, timeout: float) -> None:
 
 
 def require_file(path: str | os.PathLike[str], sha256: str | None = None,
-                 how_to_get: str = "") -> Path:
+                 how_to_get: str = "", archive: bool = False) -> Path:
     """Return ``path`` if it exists and is the file expected, else raise DatasetUnavailable.
 
     The message names the exact path expected, where to get the file and its checksum, so a
     user on an offline machine can copy it into place without reading the code. A file with no
     published checksum is trusted on first use: its digest is recorded beside it
     (``<file>.sha256``) and every later use verifies against that record, so a file that
-    changes or is truncated afterwards is caught.
+    changes or is truncated afterwards is caught. A web page saved in its place (or, for an
+    ``archive``, anything but a tar archive) is refused first, never recorded.
     """
     path = Path(path)
     if not path.is_file():
@@ -175,6 +201,10 @@ def require_file(path: str | os.PathLike[str], sha256: str | None = None,
     record = path.with_name(path.name + ".sha256")
     actual = sha256_of(path)
     if not record.exists():
+        if (wrong := _not_the_file(path, archive)) is not None:
+            raise DatasetUnavailable(f"{path} is {wrong}, not the dataset file: delete it and "
+                                     f"get the file again" + (f": {how_to_get}" if how_to_get
+                                                              else ""))
         from miarepro import io  # atomic: a record cut short would read as a changed file
 
         try:

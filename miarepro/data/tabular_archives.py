@@ -86,14 +86,14 @@ def _archive_path(archive: Archive, folder: Path, download: bool) -> Path:
             failures = []
             for url in archive.urls:
                 try:
-                    fetch(url, path, archive.sha256)
+                    fetch(url, path, archive.sha256, archive=True)
                     break
                 except OSError as error:  # network failure: try the next mirror
                     failures.append(f"  {url}: {error}")
             else:
                 raise DatasetUnavailable(f"could not download {path}:\n"
                                          + "\n".join(failures) + f"\n  how to get it: {how}")
-    return require_file(path, archive.sha256, how)
+    return require_file(path, archive.sha256, how, archive=True)
 
 
 @contextlib.contextmanager

@@ -60,11 +60,15 @@ def openml_task(root: Path, task: int, download: bool = False) -> Dataset:
     import pandas as pd
 
     path = Path(root) / "openml" / f"task-{task}.csv"
+    how = (f"run with download: true on a machine with internet, or export OpenML task "
+           f"{task}'s dataset as CSV (features, then a 'target' column) to {path}")
     if download and not path.exists():
-        _download_openml(task, path)
-    require_file(path, how_to_get=(
-        f"run with download: true on a machine with internet, or export OpenML task {task}'s "
-        f"dataset as CSV (features, then a 'target' column) to {path}"))
+        try:
+            _download_openml(task, path)
+        except OSError as error:  # no network, a timeout, an HTTP error
+            raise DatasetUnavailable(f"could not download OpenML task {task} ({error}): {how}"
+                                     ) from error
+    require_file(path, how_to_get=how)
     frame = pd.read_csv(path)
     if "target" not in frame.columns:
         raise ValueError(f"{path}: no 'target' column; columns are {list(frame.columns)}")
