@@ -13,8 +13,8 @@ rule score:
         whitebox=whitebox_params,
         code=attack_code,
     resources:
-        mem_mb=score_memory,  # more on each retry
-        runtime=lambda wildcards: study_resources(wildcards)["score_runtime_min"],
+        mem_mb=score_memory,  # memory and time: more on each retry
+        runtime=score_runtime,
     wildcard_constraints:
         study=scored_on_models(False),
     benchmark:

@@ -186,10 +186,16 @@ def study_resources(wildcards):
     return {**config["resources"], **study_config(wildcards).get("resources", {})}
 
 
+def on_retry(value, attempt):
+    """``value`` doubled on each retry: a job the cluster killed for its memory or its time
+    fails alike to Snakemake, and a retry that asked for the same would be killed again."""
+    return value * 2 ** (attempt - 1)
+
+
 @stored_signature
 def retry_memory(wildcards, attempt):
-    """The study's memory, doubled on each retry: a job killed for memory gets more."""
-    return study_resources(wildcards)["train_mem_mb"] * 2 ** (attempt - 1)
+    """The study's memory, doubled on each retry (:func:`on_retry`)."""
+    return on_retry(study_resources(wildcards)["train_mem_mb"], attempt)
 
 
 @stored_signature
@@ -213,22 +219,30 @@ def job_partition(wildcards):
 def score_memory(wildcards, attempt):
     """A score job's memory, the study's (the logits it reads grow with the dataset), doubled
     on each retry."""
-    return study_resources(wildcards)["score_mem_mb"] * 2 ** (attempt - 1)
+    return on_retry(study_resources(wildcards)["score_mem_mb"], attempt)
 
 
 @stored_signature
-def training_runtime(wildcards):
-    """The study's time per model, times the models of a bundle job (:func:`bundle_sizes`)."""
+def score_runtime(wildcards, attempt):
+    """A score job's time, the study's, doubled on each retry."""
+    return on_retry(study_resources(wildcards)["score_runtime_min"], attempt)
+
+
+@stored_signature
+def training_runtime(wildcards, attempt):
+    """The study's time per model, times the models of a bundle job (:func:`bundle_sizes`),
+    doubled on each retry."""
     per_model = study_resources(wildcards)["train_runtime_min"]
-    if "tens" not in wildcards.keys():
-        return per_model
-    return per_model * bundle_sizes().get((wildcards.study, wildcards.role, wildcards.tens), 10)
+    models = (1 if "tens" not in wildcards.keys() else
+              bundle_sizes().get((wildcards.study, wildcards.role, wildcards.tens), 10))
+    return on_retry(per_model * models, attempt)
 
 
 @stored_signature
-def fit_runtime(wildcards):
+def fit_runtime(wildcards, attempt):
+    """A fit's (or a model-scoring job's) time, the study's, doubled on each retry."""
     resources = study_resources(wildcards)
-    return resources.get("fit_runtime_min", resources["train_runtime_min"])
+    return on_retry(resources.get("fit_runtime_min", resources["train_runtime_min"]), attempt)
 
 
 @stored_signature

@@ -167,3 +167,41 @@ def test_a_defended_study_keeps_its_undefended_studys_deviations(path):
                    if d not in study.get("deviations", [])
                    and not any(d.startswith(label) for label in absent)]
         assert not missing, f"{path.name}: {name} leaves out {missing}"
+
+
+def test_a_retried_job_asks_for_twice_the_memory_and_time(tmp_path):
+    """A job the cluster kills for its memory or its time fails alike to Snakemake; its one
+    retry (slurm/profile.yaml) asks for twice both, in every rule that asks a cluster for them.
+    Read from the workflow as Snakemake loads it, with the default config."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import (
+        ConfigSettings,
+        OutputSettings,
+        ResourceSettings,
+        StorageSettings,
+        WorkflowSettings,
+    )
+
+    class Wildcards(dict):  # what a resource function reads: attributes and keys()
+        __getattr__ = dict.__getitem__
+
+    study = next(name for name, settings in yaml.safe_load(
+        (ROOT / "config" / "config.yaml").read_text())["studies"].items()
+        if "ten_per_job" in settings)
+    wildcards = Wildcards(study=study, role="target", tens="0", attack="loss", group="0")
+    with SnakemakeApi(OutputSettings()) as api:
+        workflow = api.workflow(
+            resource_settings=ResourceSettings(), config_settings=ConfigSettings(),
+            storage_settings=StorageSettings(), workflow_settings=WorkflowSettings(),
+            snakefile=ROOT / "Snakefile", workdir=tmp_path)._workflow
+        asked = {}
+        for rule in workflow.rules:
+            for name in ("mem_mb", "runtime"):
+                resource = rule.resources.get(name)
+                if resource is not None and resource.is_evaluable():  # a rule's own function
+                    asked[rule.name, name] = [resource.evaluate(wildcards, attempt=attempt).value
+                                              for attempt in (1, 2)]
+    assert {"score", "score_models", "fit", "train", "train_tens"} <= {r for r, _ in asked}
+    for (rule, name), (first, second) in asked.items():
+        assert second == 2 * first > 0, (rule, name, first, second)
+
