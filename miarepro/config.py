@@ -452,6 +452,10 @@ def _check_artifacts(config: dict[str, Any]) -> None:
         for study in studies:
             if study not in config["studies"]:
                 raise _fail(f"{where}.studies", unknown("study", study, config["studies"]))
+        for study in settings.get("bound_studies", []):
+            if study not in studies:
+                raise _fail(f"{where}.bound_studies", unknown("study", study, studies,
+                                                              "the artifact's studies"))
         for attack in settings.get("attacks", []):
             holders = [s for s in studies if attack in config["studies"][s]["attacks"]]
             if not holders or (not builder.attacks_in_some_study

@@ -149,6 +149,8 @@ PROBES = [
      ["artifacts.leaderboard.fprs", "not in metrics.fprs"]),
     (lambda c: c["artifacts"]["IHA-T2"].update(studies=["iha-purchse"]),
      ["artifacts.IHA-T2.studies", "did you mean 'iha-purchase'"]),
+    (lambda c: c["artifacts"]["SM-F12"].update(bound_studies=["sm-bcw-eps-0-5"]),
+     ["artifacts.SM-F12.bound_studies", "the artifact's studies", "did you mean"]),
     (lambda c: bmia(c)["attacks"].update(q={"attack": "qmia", "backbone": {"arch": "mpl"}}),
      ["attacks.q.backbone.arch", "did you mean 'mlp'"]),
     (lambda c: bmia(c)["attacks"]["qmia"].update(head="quantile"),

@@ -29,6 +29,24 @@ def test_bars_write_nr_where_a_metric_is_not_resolvable(monkeypatch):
     assert axis.get_xlim() == (-0.5, 1.5)
 
 
+def test_a_bound_is_drawn_over_the_groups_it_holds_for(monkeypatch):
+    """Stolen Memories' Figure 12: Yeom et al.'s accuracy bound holds at epsilon 0.25 alone,
+    so its dashed line spans that study's group, not the plain or epsilon-16 targets'."""
+    monkeypatch.setattr(res, "attack_estimates", lambda *_: {
+        "accuracy": Estimate(0.6, np.array([0.55, 0.6, 0.65]), "targets")})
+    drawn = {}
+    monkeypatch.setattr(figures, "_save", lambda figure, prefix: drawn.update(figure=figure))
+    studies = ["plain", "eps-16", "eps-0-25"]
+    config = {"studies": {name: {"attacks": {"general-wb": {"attack": "general_wb"}}}
+                          for name in studies}}
+    figures.bars_figure("F", {"studies": studies, "attacks": ["general-wb"],
+                              "metrics": ["accuracy"], "bounds": {"accuracy": 64.2},
+                              "bound_studies": ["eps-0-25"]}, config, "unused")
+    (axis,) = drawn["figure"].axes
+    (line,) = axis.collections[-1].get_segments()
+    np.testing.assert_allclose(line, [[1.55, 64.2], [2.45, 64.2]])
+
+
 def test_grid_writes_nr_in_a_cell_the_audit_cannot_resolve(monkeypatch):
     """BMIA's Figure 4: a run pair whose metric is not resolvable reads "n/r" in its cell
     (seaborn leaves a missing value blank), and the best-reference frame skips it."""

@@ -296,9 +296,11 @@ def bars_figure(name: str, settings: dict[str, Any], config: dict[str, Any],
         axis.set_xticks(range(len(studies)), [textwrap.fill(s, 14) for s in studies],
                         fontsize=7)
         axis.set_xlim(-0.5, len(studies) - 0.5)
-        if metric in settings.get("bounds", {}):
-            axis.axhline(settings["bounds"][metric], ls="--", color="0.3", lw=1,
-                         label=f"bound ({settings['bounds'][metric]:g})")
+        if metric in settings.get("bounds", {}):  # over the groups it bounds (all: the axis)
+            bound, where = settings["bounds"][metric], settings.get("bound_studies", studies)
+            axis.hlines([bound] * len(where), [studies.index(s) - 0.45 for s in where],
+                        [studies.index(s) + 0.45 for s in where], ls="--", color="0.3", lw=1,
+                        label=f"bound ({bound:g})")
         percent = uncertainty.percent_scale(metric) == 100
         axis.set(ylabel=f"{metric}" + (" (%)" if percent else ""), title=metric)
     # beside the last panel, never over a bar; each label once, a bound's from its panel

@@ -95,7 +95,7 @@ BUILDERS: dict[str, Builder] = {
                     required=("studies", "attacks", "metrics"), attacks_in_some_study=True),
     "bars": Builder("figure", _lazy("figures", "bars_figure"),
                     "a metric per study and attack, as grouped bars with intervals",
-                    ("studies", "attacks", "metrics", "title", "bounds"),
+                    ("studies", "attacks", "metrics", "title", "bounds", "bound_studies"),
                     required=("studies", "attacks", "metrics"), attacks_in_some_study=True),
     "two_gaussians": Builder("figure", _lazy("sm_figures", "two_gaussians"),
                              "Stolen Memories' two Gaussians, from the generated data",
