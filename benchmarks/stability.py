@@ -213,7 +213,8 @@ def predicted(first: pd.DataFrame, second: pd.DataFrame, draws: int = 1000,
         now = int(row.replicates_1)
         t = student_half_width(1.0, now - 1)
         # a cost's interval is over its logs (uncertainty.geometric): it is drawn on them
-        logged = claims[row.claim].metric in claims_module.COSTS
+        logged = (claims[row.claim].metric in claims_module.COSTS
+                  and min(row.quantity_low_1, row.quantity_low_2) > 0)  # else a cost with a 0
         read = np.log if logged else np.asarray
         value, low, high = (read([getattr(row, f"quantity{part}_{run}") for run in (1, 2)])
                             for part in ("", "_low", "_high"))

@@ -439,6 +439,8 @@ class Estimate:
             plain = [replace(e, log_scale=False) for e in (self, other)]
             paired = plain[0]._paired(plain[1], np.divide)
             return replace(paired, log_scale=True)
+        if self.log_scale or other.log_scale:  # against a cost with a 0: both on the raw scale
+            return _arithmetic(self).ratio(_arithmetic(other))
         paired = self._paired(other, np.divide)
         if self.method not in ("targets", "replicates"):
             return paired
@@ -522,17 +524,25 @@ def student_half_width(error: float | np.ndarray, dof: float | np.ndarray,
     return stdtrit(dof, 0.5 + level / 2) * error
 
 
+def _arithmetic(estimate: Estimate) -> Estimate:
+    """A cost on the log scale back on the raw one: its values' mean."""
+    if not estimate.log_scale:
+        return estimate
+    return replace(estimate, value=float(estimate.draws.mean()), log_scale=False)
+
+
 def geometric(estimate: Estimate) -> Estimate:
     """A positive quantity over targets or replicates (a time) on the log scale: its
     geometric mean, with the Student-t interval of the logs taken back, which is never
     negative and spreads a ratio of two costs alike either way, as one run's timing noise
     does (:func:`miarepro.artifacts.claims._measure`). On the raw scale, three replicates
     whose fit took 0.5, 0.5 and 1.0 minutes (one retried a collapsed generator) gave an
-    interval from below 0. Other estimates (one run's bootstrap) are returned as they are."""
-    if estimate.method not in ("targets", "replicates") or estimate.log_scale:
+    interval from below 0. Other estimates (one run's bootstrap) are returned as they are,
+    and so are values with a 0 among them (an attack that trains nothing), which no log
+    holds."""
+    if (estimate.method not in ("targets", "replicates") or estimate.log_scale
+            or not (estimate.draws > 0).all()):
         return estimate
-    if not (estimate.draws > 0).all():
-        raise ValueError(f"a geometric mean needs positive values, got {estimate.draws}")
     return replace(estimate, value=float(np.exp(np.log(estimate.draws).mean())),
                    log_scale=True)
 

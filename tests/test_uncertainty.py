@@ -342,8 +342,13 @@ def test_a_cost_over_replicates_is_its_geometric_mean_with_the_logs_interval():
     # one run's bootstrap is already drawn log-normal: left as it is
     once = u.Estimate(1.0, np.array([0.9, 1.1]), "bootstrap")
     assert u.geometric(once) is once
-    with pytest.raises(ValueError, match="positive"):
-        u.geometric(u.Estimate(0.5, np.array([0.0, 1.0]), "replicates"))
+    # an attack that trains nothing costs 0: no log holds it, so it stays on the raw scale,
+    # and a ratio against it takes both there (the delta method's)
+    free = u.Estimate(0.5, np.array([0.0, 1.0, 0.5]), "replicates")
+    assert u.geometric(free) is free
+    mixed = free.ratio(cost)
+    assert not mixed.log_scale
+    assert mixed.value == pytest.approx(free.value / values.mean())
     with pytest.raises(ValueError, match="ratio alone"):
         cost - other  # a difference of geometric means is not their logs' difference
     with pytest.raises(ValueError, match="log scale"):
