@@ -1364,7 +1364,9 @@ VERDICT_TEXT = (
     "half-width), so that it could not fail; "
     "**not run**: the run has no study or attack for it (the row "
     "says which). An `equals` claim (a theorem's value) holds when the interval lies within "
-    "its margin of the value and fails when it lies wholly beyond it.")
+    "its margin of the value and fails when it lies wholly beyond it. A cost (minutes, "
+    "seconds) over replicates is their geometric mean, its interval that of their logs "
+    "taken back; timed once, it is spread by the run's timing noise.")
 
 
 def build(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
