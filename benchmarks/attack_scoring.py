@@ -5,6 +5,9 @@ Default size: 64 reference models x 1 query x 50,000 samples x 100 classes (floa
 the population set Z. Prints seconds per attack and the process's peak resident memory.
 
     python benchmarks/attack_scoring.py [--models 64] [--samples 50000] [--classes 100]
+        [--population 20000] [--queries 1] [--attacks lira-online ...] [--peer]
+
+``--attacks`` picks the attacks timed (default: LiRA online and offline and RMIA).
 
 ``--peer`` also times the peers on the same logits and masks, and compares each attack's peak
 traced memory (numpy's allocations, by ``tracemalloc``, in a second call) with the peer's:

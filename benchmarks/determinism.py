@@ -49,7 +49,7 @@ def max_difference(architecture: dict, epochs: int) -> tuple[float, float]:
 def main() -> None:
     import torch
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--arch", action="append", choices=list(ARCHITECTURES))
     parser.add_argument("--epochs", type=int, default=3)
     args = parser.parse_args()

@@ -90,6 +90,8 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    if args.epochs < 2:  # an epoch costs an --epochs run less a run of one epoch
+        parser.error("--epochs must be at least 2")
     torch.set_num_threads(args.threads)
     rows = measure(args.epochs, args.repeats, args.epsilon)
     lines = [f"DP-SGD vs SGD: batch 32, epsilon {args.epsilon:g}, "

@@ -1,7 +1,7 @@
 """IHA's costs against one model's training (the paper's Table 6, measured here).
 
     .venv/bin/python benchmarks/iha.py [--records 1000] [--scored 100] [--threads 2] [--out FILE]
-        [--cases MLP-2] [--max-hessian N]
+        [--cases MLP-2] [--max-hessian N] [--max-eigh N]
 
 For the paper's three architectures (logistic regression on MNIST-Odd: 1,570 parameters as a
 2-class softmax; the 784-6-10 FashionMNIST MLP: 4,780; the Purchase MLP-2, 600-32-100:

@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import re
 import sys
 from collections import defaultdict
@@ -66,6 +67,10 @@ class Recheck(NamedTuple):
     runs: int
     chance: bool
     study: str  # the studies it rests on, named as the row names them
+
+
+#: a row this finds no studies for, where the table found some: it reads as a mismatch
+NOTHING = Recheck(math.nan, math.nan, math.nan, "no studies found", 0, False, "")
 
 
 @dataclass
@@ -398,6 +403,8 @@ class Run:
                                    "setting", "") or setting.startswith(f"{axis}="))), None)
             if level is not None and attack:
                 points.append((float(level), study, attack))
+        if len({level for level, _, _ in points}) < 2:  # the table found two ends: a mismatch
+            return NOTHING
         ends = [max(points), min(points)]
         sides = [self.side(study, (attack,), claim["metric"]) for _, study, attack in ends]
         values = [side.values for side in sides[::1 if claim["kind"] == "increases" else -1]]
@@ -417,6 +424,8 @@ class Run:
         for study in self.standing_for(row, claim):
             with contextlib.suppress(NotRechecked):  # a study without them: the row's "not run"
                 found.append((study, self.instances(study, claim)))
+        if not found:  # the table found some: a mismatch
+            return NOTHING
         quantities = [self.quantity(study, claim, names) for study, names in found]
         ours = judge(claim, row["paper"], [q[0] for q in quantities], [1 / len(found)] * len(
             found), all(q[1] for q in quantities), ", ".join(study for study, _ in found))
@@ -515,8 +524,10 @@ def main() -> None:
     args = parser.parse_args()
     text, agree = report(args.run, args.repo, args.repo / args.config)
     print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    if args.out:  # whole or not at all (this script imports nothing of the package's io)
+        partial = args.out.with_name(f".{args.out.name}.part")
+        partial.write_text(text + "\n")
+        os.replace(partial, args.out)
     sys.exit(0 if agree else 1)
 
 

@@ -1,7 +1,7 @@
 """Recompute attack scores from a run's saved model outputs: an independent check of scoring.
 
     .venv/bin/python benchmarks/recheck_scores.py --run DIR [--config FILE] [--float32]
-        [--all | STUDY:ATTACK ...]
+        [--all [--exclude STUDY:ATTACK ...] | STUDY:ATTACK ...]
 
 A score file (``studies/<study>/scores/<attack>.parquet``) is the package's attack code applied
 to the logits each model saved (``models/<role>/<index>.npy``: queries x records x classes).
@@ -301,17 +301,21 @@ def recheck(run: Path, config: dict, study: str, name: str, f32: bool,
         rows["theirs"].append(rank_auc(member[audit], score))
     if rows["rank"]:  # shared draws: each summary's ranks over the targets
         rows["z"] += [uniform_ranks(ranks, redraws) for ranks in zip(*rows["rank"], strict=True)]
-    close = min(rows["rho"]) > 0.9999 and np.ptp([rows["ours"], rows["theirs"]], 0).max() < 1e-3
+    # numpy's max and min, not Python's: a NaN (a target's 0/0) must fail a check wherever it
+    # falls, where Python's max skips one that is not first
+    close = (np.min(rows["rho"]) > 0.9999
+             and np.ptp([rows["ours"], rows["theirs"]], 0).max() < 1e-3)
     mean = {key: np.mean(values) if values else np.nan for key, values in rows.items()}
-    verdict = "MATCH" if max(rows["tol"]) <= 1 else "CLOSE" if close else "MISMATCH"
+    verdict = "MATCH" if np.max(rows["tol"]) <= 1 else "CLOSE" if close else "MISMATCH"
     if rows["z"]:  # drawn at random: the file must be one more draw of the recheck's
-        verdict = "CONSISTENT" if max(rows["z"]) <= WITHIN else "INCONSISTENT"
+        verdict = "CONSISTENT" if np.max(rows["z"]) <= WITHIN else "INCONSISTENT"
     return {"study": study, "attack": name, "targets": len(rows["abs"]),
-            "max_abs": max(rows["abs"]), "max_rel": max(rows["rel"]),
-            "min_spearman": min(rows["rho"]), **{f"auc_{key}": mean[key] for key in
-                                                 ("ours", "theirs", "step")},
-            "step_agrees": mean["agree"], "max_z": max(rows["z"], default=np.nan),
-            "delta_rel": max(rows["delta"], default=np.nan), "verdict": verdict}
+            "max_abs": np.max(rows["abs"]), "max_rel": np.max(rows["rel"]),
+            "min_spearman": np.min(rows["rho"]), **{f"auc_{key}": mean[key] for key in
+                                                    ("ours", "theirs", "step")},
+            "step_agrees": mean["agree"], "max_z": np.max(rows["z"]) if rows["z"] else np.nan,
+            "delta_rel": np.max(rows["delta"]) if rows["delta"] else np.nan,
+            "verdict": verdict}
 
 
 def layer_scores(scores: Path, attacks: dict, entry: dict, t: int, samples: np.ndarray
@@ -344,7 +348,8 @@ def main() -> int:
                         help="the statistics' exponentials in float32, as the package's")
     parser.add_argument("--all", action="store_true",
                         help="every attack instance of the run, each study and replicate; one "
-                             "this script cannot recompute, or whose check fails, is a row")
+                             "whose recheck fails with an error is a row, one this script "
+                             "cannot recompute is listed below the table")
     parser.add_argument("--exclude", nargs="+", default=[], metavar="STUDY:ATTACK",
                         help="with --all, pairs to leave out (the LeNet's convolutional "
                              "white-box instances take longest: 23 minutes to over an hour)")
@@ -384,7 +389,9 @@ def main() -> int:
           "step_agrees, the share of rows with d = floor(score (|Z| + 1)).")
     if skipped:
         print(f"\nNot rechecked ({len(skipped)} of {len(pairs)}):", *skipped, sep="\n- ")
-    return int(~table["verdict"].isin(["MATCH", "CLOSE", "CONSISTENT"]).all())
+    if table.empty:
+        print("\nNothing was rechecked: no score agrees for want of a check.")
+    return int(table.empty or ~table["verdict"].isin(["MATCH", "CLOSE", "CONSISTENT"]).all())
 
 
 def every_pair(run: Path, config: dict, exclude: Sequence[str] = ()) -> list[str]:

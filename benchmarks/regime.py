@@ -1,7 +1,7 @@
 """Would a smaller miniature stay in its paper's regime? One study's targets and its regime
 baseline, trained as configured and with changes, side by side.
 
-    .venv/bin/python benchmarks/regime.py --study bmia-purchase --set training.epochs=15
+    .venv/bin/python benchmarks/regime.py --study bmia-purchase [--set training.epochs=15]
         [--set model.widths=[512,256,128,64]] [--attack bmia --attack lira-n2]
         [--metric tpr@1%] [--targets 3] [--keep DIR] [--out FILE]
 
@@ -25,6 +25,7 @@ and changed: a change that moves them is a different miniature of the paper's me
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import sys
 import tempfile
@@ -127,7 +128,8 @@ def main() -> None:
                         help="an attack of the study to compare as well (repeatable)")
     parser.add_argument("--metric", default="tpr@1%", help="the --attack metric")
     parser.add_argument("--targets", type=int, default=3)
-    parser.add_argument("--keep", type=Path, help="run here (a new directory) and keep it")
+    parser.add_argument("--keep", type=Path, help="run here (a new directory) and keep it; "
+                        "without it, the runs are made in a temporary folder and deleted")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
 
@@ -139,7 +141,14 @@ def main() -> None:
                                              args.attacks),
                 "changed": study_alone(config, args.study, changed(study, args.settings),
                                        args.targets, args.attacks)}
-    work = args.keep or Path(tempfile.mkdtemp(prefix="regime-"))
+    with contextlib.ExitStack() as stack:  # a run not kept is deleted, finished or not
+        work = args.keep or Path(stack.enter_context(tempfile.TemporaryDirectory(
+            prefix="regime-")))
+        emit(compare(args, variants, work), args.out)
+
+
+def compare(args: argparse.Namespace, variants: dict[str, dict], work: Path) -> list[str]:
+    """Both runs in ``work``, and the report's lines."""
     lines = [f"Regime of {args.study} ({args.targets} targets, one replicate), as configured "
              f"and with {', '.join(args.settings) or 'no change'}:", "",
              "| run | seconds to train a target | wall s | " + " | ".join(
@@ -163,7 +172,7 @@ def main() -> None:
                   f"attack, its paired difference from {args.attacks[0]}):", "",
                   "| run | " + " | ".join(args.attacks) + " |",
                   "|---|" + "---|" * len(args.attacks), *compared]
-    emit(lines, args.out)
+    return lines
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ def main() -> None:
     parser.add_argument("--configfile", type=Path, help="the run's config (default: default)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    args.run = args.run.resolve()  # Snakemake writes the report from inside the run folder
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         sys.exit("no Chromium on PATH (Debian: apt-get install chromium)")

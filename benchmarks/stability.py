@@ -55,6 +55,7 @@ import pandas as pd
 import yaml
 from workflow import ROOT, SNAKEMAKE, job_seconds, study_seconds, timed  # benchmarks/workflow.py
 
+from miarepro import io
 from miarepro.artifacts import claims as claims_module
 from miarepro.config import model_sources, validate
 from miarepro.paths import _partitioned as partitioned
@@ -164,7 +165,7 @@ def run_claims(work: Path, config: dict, update: bool = False) -> float:
     config change does not need; a change of the code that computes results needs new runs."""
     work.mkdir(parents=True, exist_ok=update)
     path = work / "config.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    io.write_text(path, yaml.safe_dump(config, sort_keys=False))
     command = [part if part != str(ROOT / "config" / "config.yaml") else str(path)
                for part in SNAKEMAKE]
     triggers = ["--rerun-triggers", "mtime", "params", "input"] if update else []
@@ -469,7 +470,7 @@ def resolved_share(claims: pd.DataFrame) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep", type=Path, help="a new directory for the runs")
     parser.add_argument("--first", type=Path, help="the directory of a finished default run")
     parser.add_argument("--second", type=Path, help="the directory of a finished second run "
@@ -491,6 +492,11 @@ def main() -> None:
         parser.error("--update brings --first and --second up to date: name both")
     if args.fewer and (args.first is None or args.second is None):
         parser.error("--fewer reads two finished runs: name --first and --second")
+    if args.first and args.second and args.keep:
+        parser.error("--keep is for runs to make: with --first and --second there are none")
+    if args.first and args.second and not args.update and args.shift != 1:
+        parser.error("--shift moves the seeds of a second run to make or to --update: "
+                     "a finished --second keeps its own")
     try:
         cuts = {name: int(count) for name, count in (item.split("=") for item in args.fewer)}
     except ValueError:

@@ -26,7 +26,7 @@ from report import emit  # benchmarks/report.py (a script's folder is on sys.pat
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", type=int, default=10)
     parser.add_argument("--records", type=int, default=2000)
     parser.add_argument("--widths", type=int, nargs="*", default=[6])

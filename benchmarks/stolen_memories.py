@@ -14,8 +14,9 @@ to ``--out``).
     .venv/bin/python benchmarks/stolen_memories.py --run DIR [--studies S ...] [--arrays OUT]
 
 times instead, in this process on ``--threads``, the fit of the first target of every
-Stolen Memories study of a finished workflow directory ``DIR`` (its config and results), with
-its configured settings; ``--arrays`` saves each fit's arrays as ``OUT/STUDY.npz``, to compare
+Stolen Memories study of a finished workflow directory ``DIR`` (its results, and its config:
+``DIR/config.yaml``, ``DIR/config/config.yaml`` or else this repository's), with its
+configured settings; ``--arrays`` saves each fit's arrays as ``OUT/STUDY.npz``, to compare
 two checkouts' fits byte for byte (run each checkout's copy of this script, alternating).
 """
 
@@ -100,16 +101,24 @@ def measure(case: str, proxies: int, shadows: int) -> dict[str, float]:
             "fit_seconds": fit_seconds, "ratio": fit_seconds / train_seconds}
 
 
+def run_config(run: Path) -> Path:
+    """A finished run's config: its own ``config.yaml`` (a benchmark's run keeps one beside
+    its results), a checkout's ``config/config.yaml``, else this repository's."""
+    candidates = [run / "config.yaml", run / "config" / "config.yaml",
+                  Path(__file__).resolve().parent.parent / "config" / "config.yaml"]
+    return next(path for path in candidates if path.is_file())
+
+
 def measure_run(run: Path, studies: list[str] | None, arrays: Path | None) -> list[str]:
     """Seconds of the first target's Stolen Memories fit of each study of a finished run."""
     import json
 
     import yaml
 
-    from miarepro import config, pipeline
+    from miarepro import config, io, pipeline
     from miarepro.attacks import get_attack
 
-    settings = config.validate(yaml.safe_load((run / "config" / "config.yaml").read_text()))
+    settings = config.validate(yaml.safe_load(run_config(run).read_text()))
     lines = ["| study | fit s |", "|---|---|"]
     for card_path in sorted(run.glob("results/studies/*/fits/stolen_memories-*/0.json")):
         name = card_path.parts[-4]
@@ -127,7 +136,7 @@ def measure_run(run: Path, studies: list[str] | None, arrays: Path | None) -> li
         print(lines[-1], flush=True)
         if arrays:
             arrays.mkdir(parents=True, exist_ok=True)
-            np.savez(arrays / f"{name}.npz", **fitted)
+            io.write_arrays(arrays / f"{name}.npz", **fitted)
     return lines
 
 
@@ -143,6 +152,8 @@ def main() -> None:
     parser.add_argument("--studies", nargs="+", help="with --run: only these studies")
     parser.add_argument("--arrays", type=Path, help="with --run: save each fit's arrays here")
     args = parser.parse_args()
+    if not args.run and (args.studies or args.arrays):
+        parser.error("--studies and --arrays go with --run")
     import torch
 
     from miarepro import compat

@@ -212,6 +212,8 @@ def main() -> None:
                         "files, and nothing else")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    if args.shadows < 2:  # each record is IN for half of them: one would leave it no OUT
+        parser.error("--shadows must be at least 2")
     if args.run:
         emit([f"# Subpop: does the subpopulation add to the own loss? ({args.run})", "",
               *conditional_report(args.run)], args.out)
