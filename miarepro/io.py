@@ -148,6 +148,9 @@ class LazyArrays(Mapping[str, np.ndarray]):
             self.read_seconds += time.perf_counter() - start
         return self._read[key]
 
+    def __contains__(self, key: object) -> bool:  # Mapping's would read the array
+        return key in self._keys
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._keys)
 

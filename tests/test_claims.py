@@ -1109,10 +1109,13 @@ def test_a_cost_is_spread_by_the_runs_timing_noise(tmp_path, monkeypatch, metric
     for index, seconds in enumerate((9.0, 10.0, 11.0)):
         (models / f"{index}.json").write_text(f'{{"train_seconds": {seconds}}}')
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(builders, "compute_seconds", lambda *_: 120.0)
-    monkeypatch.setattr(subpop_artifacts, "minutes_at_paper_counts", lambda *_: 2.0)
-    monkeypatch.setattr(iha_tables, "audit_minutes", lambda *_: 2.0)
-    monkeypatch.setattr(res, "score_seconds", lambda *_: 2.0)
+    # each source its own value: the cost read is the metric's own
+    monkeypatch.setattr(builders, "compute_seconds", lambda *_: 120.0)  # gpu_minutes: 2
+    monkeypatch.setattr(subpop_artifacts, "minutes_at_paper_counts", lambda *_: 3.0)
+    monkeypatch.setattr(iha_tables, "audit_minutes", lambda *_: 4.0)
+    monkeypatch.setattr(res, "score_seconds", lambda *_: 5.0)
+    value = {"gpu_minutes": 2.0, "train_minutes": 3.0, "audit_minutes": 4.0, "seconds": 5.0}[
+        metric]
     (models / "3.json").write_text('{"train_seconds": 100.0}')  # no claim reads it
     config = {"artifacts": {}, "studies": {"s": {
         "paper": "subpop", "paper_dataset": "mnist", "targets": 1,
@@ -1121,10 +1124,10 @@ def test_a_cost_is_spread_by_the_runs_timing_noise(tmp_path, monkeypatch, metric
     assert cl._timing_cards("results", "s", config) == [
         f"results/studies/s/models/reference/{index}.json" for index in range(3)]
     cost = cl._measure("s", "lira", metric, config)
-    assert cost.value == 2.0
+    assert cost.value == value
     low, high = cost.interval()
     spread = np.exp(1.96 * np.std(np.log([9.0, 10.0, 11.0]), ddof=1))
-    assert (low, high) == pytest.approx((2.0 / spread, 2.0 * spread), rel=0.05)
+    assert (low, high) == pytest.approx((value / spread, value * spread), rel=0.05)
     assert cost.draws.min() > 0
     again = cl._measure("s", "lira", metric, config)
     np.testing.assert_array_equal(cost.draws, again.draws)  # seeded: the same verdict twice
@@ -1132,7 +1135,7 @@ def test_a_cost_is_spread_by_the_runs_timing_noise(tmp_path, monkeypatch, metric
     # verdict on a zero-width interval
     config["studies"]["s"]["attacks"]["lira"]["n_reference"] = 1
     alone = cl._measure("s", "lira", metric, config)
-    assert alone.value == 2.0 and not alone.resolvable
+    assert alone.value == value and not alone.resolvable
     assert cl.judge(claim("ratio_at_most", 0.5), alone.ratio(cost), False) == "not resolvable"
 
 
@@ -1221,8 +1224,17 @@ def test_replication_is_only_given_for_a_testable_verdict_over_replicates():
     trend = uncertainty.difference_across_studies(estimate(0.05, 0.01), Estimate(
         0.02, np.linspace(0.01, 0.03, 500), "bootstrap"))
     assert trend.method == "welch" and np.isnan(cl.replication(greater, "s", "holds", trend))
+    # over two studies' replicates, Welch's standard error and degrees of freedom (4 here) are
+    # redrawn as those of replicates would be: 5 replicates of the same mean and error agree
     over_targets = uncertainty.difference_across_studies(values, _replicates([0.01, 0.02, 0.0]))
-    assert 0 <= cl.replication(greater, "s", "holds", over_targets) <= 1
+    error, dof = uncertainty.standard_error(over_targets)
+    assert dof == pytest.approx(4.0)
+    spread = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
+    alike = _replicates(over_targets.value + spread / spread.std(ddof=1) * error * np.sqrt(5))
+    assert uncertainty.standard_error(alike) == pytest.approx((error, dof))
+    chance = cl.replication(greater, "s", "holds", over_targets)
+    assert chance == pytest.approx(cl.replication(greater, "s", "holds", alike))
+    assert 0.7 < chance < 0.9  # its lower end 0.017 above 0: more often kept than not
 
 
 def test_replication_equals_a_rerun_drawn_replicate_by_replicate_from_the_posterior():

@@ -66,7 +66,7 @@ def test_layer_boundaries():
     assert len(boundaries) == 4
     assert [type(lenet[k]) for k in boundaries] == [nn.Conv2d, nn.Conv2d, nn.Linear, nn.Linear]
     assert boundaries[-1] == len(lenet) - 1  # the top layer is the output layer
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"needs an nn\.Sequential, got Linear"):
         layer_boundaries(nn.Linear(2, 2))
 
 

@@ -142,13 +142,17 @@ def test_split_and_score_jobs_read_labels_without_the_features(tmp_path):
     assert large < small + 2 * 2**20, (small, large)
 
 
-def test_a_fit_is_read_array_by_array_as_an_attack_uses_it(tmp_path):
+def test_a_fit_is_read_array_by_array_as_an_attack_uses_it(tmp_path, monkeypatch):
     """A score job reads the fit arrays its attack uses, equal to reading the file whole, and
-    the time it spent reading them (which an attack's timing leaves out)."""
+    the time it spent reading them (which an attack's timing leaves out): on a clock one second
+    later at each reading, each first read as long as the other, a repeated one nothing, and
+    asking whether it holds an array reads none."""
     import tracemalloc
 
     path = tmp_path / "fit.npz"
     io.write_arrays(path, small=np.arange(3.0), large=np.ones((1000, 1000)))
+    clock = iter(range(1000))
+    monkeypatch.setattr(io.time, "perf_counter", lambda: float(next(clock)))
     tracemalloc.start()
     fit = io.LazyArrays(path)
     np.testing.assert_array_equal(fit["small"], np.arange(3.0))
@@ -156,11 +160,15 @@ def test_a_fit_is_read_array_by_array_as_an_attack_uses_it(tmp_path):
     tracemalloc.stop()
     assert peak < 2**20  # the 8 MB array stays on disk
     assert sorted(fit) == ["large", "small"] and "large" in fit and len(fit) == 2
-    assert fit.get("absent") is None and fit.read_seconds > 0
+    once = fit.read_seconds
+    np.testing.assert_array_equal(fit["small"], np.arange(3.0))  # kept: not read again
+    assert fit.get("absent") is None and fit.read_seconds == once > 0
     np.testing.assert_array_equal(fit["large"], io.read_arrays(path)["large"])
+    assert fit.read_seconds == 2 * once
 
 
-def test_a_score_job_records_the_seconds_of_the_models_and_fit_each_target_read(tmp_path):
+def test_a_score_job_records_the_seconds_of_the_models_and_fit_each_target_read(tmp_path,
+                                                                               monkeypatch):
     """Artifacts' compute columns come from the metrics: per target, the training seconds on
     the cards beside the reference signals its attack read (repetition 1's own reference,
     1000) and its fit card's seconds; never another target's."""
@@ -180,6 +188,8 @@ def test_a_score_job_records_the_seconds_of_the_models_and_fit_each_target_read(
     for target, path in enumerate(fits):
         io.write_arrays(path, unused=np.zeros(1))
         io.write_json(path.replace(".npz", ".json"), {"fit_seconds": 10.0 * (target + 1)})
+    clock = iter(range(1000))  # each reading of the clock one second later: the same
+    monkeypatch.setattr(pipeline.time, "perf_counter", lambda: float(next(clock)))  # per target
     costs = pipeline.score(
         {"attack": "lira", "mode": "offline", "n_reference": 1}, str(dataset), split,
         [str(models / "target" / f"{t}.npy") for t in (0, 1)],
@@ -190,4 +200,5 @@ def test_a_score_job_records_the_seconds_of_the_models_and_fit_each_target_read(
     points = io.read_table(tmp_path / "metrics.parquet").query("replicate < 0")
     assert points["model_seconds"].tolist() == [3.0, 5.0]
     assert points["fit_seconds"].tolist() == [10.0, 20.0]
-    assert (points["score_seconds"] >= 0).all()
+    first, second = points["score_seconds"]
+    assert first == second > 0  # each target's own scoring, timed alike

@@ -27,8 +27,11 @@ def test_passes_while_a_wake_up_is_pending_arm_no_other():
     scheduler = fake_scheduler()
     for _ in range(50):  # fifty passes before the first timer fires
         replanning.arm_once(scheduler, 600)
-    (timer,) = timers_since(before)
-    timer.cancel()
+    timers = timers_since(before)
+    for timer in timers:
+        timer.cancel()
+    assert len(timers) == 1, timers
+    assert scheduler._replan_pending
 
 
 def test_the_pass_a_timer_wakes_can_arm_the_next_one():

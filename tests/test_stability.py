@@ -91,7 +91,7 @@ def test_an_update_reruns_a_finished_run_on_changed_params_and_inputs_only(tmp_p
     run = tmp_path / "second"
     run.mkdir()  # a finished run
     config = {"studies": {"a": {"split": {"seed": 100_000}}}}
-    with pytest.raises(FileExistsError):  # a new run never writes over a finished one
+    with pytest.raises(FileExistsError, match="second"):  # never over a finished run
         stability.run_claims(run, config)
     stability.run_claims(run, config, update=True)
     command = commands[-1]
@@ -101,8 +101,9 @@ def test_an_update_reruns_a_finished_run_on_changed_params_and_inputs_only(tmp_p
     assert command[at + 1 : at + 4] == ["mtime", "params", "input"]  # not "code": any rule edit
     assert command[command.index("--directory") + 1] == str(run)
     monkeypatch.setattr(sys, "argv", ["stability.py", "--first", str(run), "--update"])
-    with pytest.raises(SystemExit):  # --update names both runs
+    with pytest.raises(SystemExit) as stop:  # --update names both runs
         stability.main()
+    assert stop.value.code == 2  # argparse's usage error
 
 
 def test_a_replicates_cost_is_its_copies_mean_or_a_repetitions_share(tmp_path):

@@ -367,7 +367,7 @@ def test_binomial_interval_is_clopper_pearson_by_hand():
     exact = binomtest(7, 400).proportion_ci(0.95, method="exact")
     assert u.Estimate(7 / 400, np.array([7.0, 400.0]), "binomial").interval() == pytest.approx(
         (exact.low, exact.high))
-    with pytest.raises(ValueError):  # a proportion is compared with a constant, never paired
+    with pytest.raises(ValueError, match="paired comparison"):  # compared with a constant
         u.Estimate(0.1, np.array([1.0, 10.0]), "binomial") - u.Estimate(
             0.2, np.array([2.0, 10.0]), "binomial")
 
