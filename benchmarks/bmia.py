@@ -40,6 +40,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=10000)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    if not 0 < args.queries <= 20000:  # 25,000 records, 5,000 of them the training set
+        parser.error("--queries must be between 1 and 20,000")
     torch.set_num_threads(1)
     data = load_dataset({"source": "purchase_like", "n_samples": 25000, "taste_weight": 0.8})
     rng = np.random.default_rng(0)

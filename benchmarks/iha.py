@@ -138,12 +138,14 @@ def main() -> None:
              "| model | parameters | train s | Hessian s | eigh s | fit peak MB | exact s/record "
              "| CG s/record |", "|---|---|---|---|---|---|---|---|"]
     for case in [case for case in CASES if args.cases in case]:
-        output = subprocess.run(
+        child = subprocess.run(
             [sys.executable, __file__, "--case", case, "--records", str(args.records),
              "--scored", str(args.scored), "--threads", str(args.threads),
              "--max-eigh", str(args.max_eigh), "--max-hessian", str(args.max_hessian)],
-            capture_output=True, text=True, check=True).stdout
-        r = json.loads(output.strip().splitlines()[-1])
+            capture_output=True, text=True, check=False)
+        if child.returncode:  # its traceback, not only its exit status
+            sys.exit(f"{case} failed:\n{child.stderr}")
+        r = json.loads(child.stdout.strip().splitlines()[-1])
         eigh, exact = r.get("eigh_seconds"), r.get("exact_seconds_per_record")
         matrix = r.get("hessian_seconds")
         lines.append(f"| {case} | {r['parameters']:,} | {r['train_seconds']:.1f} | "

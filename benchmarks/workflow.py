@@ -210,6 +210,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="write the report here too")
     parser.add_argument("--keep", type=Path, help="run in this new directory and keep it")
     args = parser.parse_args()
+    if args.keep and args.keep.exists():
+        parser.error(f"--keep {args.keep}: a new directory, and this one exists")
     before = calibration()
     rows: list[tuple[str, str]] = []
     with tempfile.TemporaryDirectory() as scratch:
