@@ -70,7 +70,7 @@ class Recheck(NamedTuple):
 
 
 #: a row this finds no studies for, where the table found some: it reads as a mismatch
-NOTHING = Recheck(math.nan, math.nan, math.nan, "no studies found", 0, False, "")
+NO_STUDIES_FOUND = Recheck(math.nan, math.nan, math.nan, "no studies found", 0, False, "")
 
 
 @dataclass
@@ -107,13 +107,20 @@ def calls_at(member: np.ndarray, score: np.ndarray, fpr: float) -> np.ndarray:
     return score > (nonmembers[k] if k < len(nonmembers) else -np.inf)
 
 
+def nominal_chance(metric: str) -> float | None:
+    """What an attack without signal scores on ``metric`` nominally: TPR at FPR a, a; AUC,
+    accuracy and precision 1/2; advantage 0; None for the rest."""
+    return fpr_of(metric) if metric.startswith("tpr@") else CHANCE.get(metric.split("@")[0])
+
+
 def chance_at(group: pd.DataFrame, metric: str, draws: int = 2000) -> float | None:
     """What an attack without signal averages on ``metric`` at this target's audit, where
     that is not the nominal level: TPR at FPR a passes the (k+1)-th highest non-member, above
     which a share (k + 1) / (n_out + 1) of a common score distribution lies on average;
     precision at FPR a by simulation (scores drawn alike for members and non-members). None
-    elsewhere: AUC, a decision's accuracy, advantage and precision average their nominal
-    level without signal."""
+    elsewhere, where the nominal level is taken: AUC, a decision's accuracy and advantage
+    average it without signal (a decision's precision too on a balanced audit; the package's
+    null draws also average these within their Monte Carlo error, about 3e-4 for AUC)."""
     fpr = fpr_of(metric)
     if fpr is None or metric.startswith("fpr@"):
         return None
@@ -404,7 +411,7 @@ class Run:
             if level is not None and attack:
                 points.append((float(level), study, attack))
         if len({level for level, _, _ in points}) < 2:  # the table found two ends: a mismatch
-            return NOTHING
+            return NO_STUDIES_FOUND
         ends = [max(points), min(points)]
         sides = [self.side(study, (attack,), claim["metric"]) for _, study, attack in ends]
         values = [side.values for side in sides[::1 if claim["kind"] == "increases" else -1]]
@@ -425,7 +432,7 @@ class Run:
             with contextlib.suppress(NotRechecked):  # a study without them: the row's "not run"
                 found.append((study, self.instances(study, claim)))
         if not found:  # the table found some: a mismatch
-            return NOTHING
+            return NO_STUDIES_FOUND
         quantities = [self.quantity(study, claim, names) for study, names in found]
         ours = judge(claim, row["paper"], [q[0] for q in quantities], [1 / len(found)] * len(
             found), all(q[1] for q in quantities), ", ".join(study for study, _ in found))
@@ -445,8 +452,7 @@ def vacuous(claim: dict[str, Any], paper: str, ours: Recheck, sides: list, metri
         return False
     reaches = [s.values.mean() - level if kind == "not_below" else abs(s.values.mean() - level)
                for s, m in list(zip(sides, metrics, strict=True))[kind == "not_below":]
-               if (level := s.chance if s.chance is not None else fpr_of(m)
-                   if m.startswith("tpr@") else CHANCE.get(m.split("@")[0])) is not None]
+               if (level := nominal_chance(m) if s.chance is None else s.chance) is not None]
     return bool(reaches) and max(reaches) <= (claim["value"] / scale(claim, paper)
                                               + (ours.high - ours.low) / 2)
 

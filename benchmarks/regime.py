@@ -25,7 +25,6 @@ and changed: a change that moves them is a different miniature of the paper's me
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import sys
 import tempfile
@@ -141,10 +140,11 @@ def main() -> None:
                                              args.attacks),
                 "changed": study_alone(config, args.study, changed(study, args.settings),
                                        args.targets, args.attacks)}
-    with contextlib.ExitStack() as stack:  # a run not kept is deleted, finished or not
-        work = args.keep or Path(stack.enter_context(tempfile.TemporaryDirectory(
-            prefix="regime-")))
-        emit(compare(args, variants, work), args.out)
+    if args.keep:
+        emit(compare(args, variants, args.keep), args.out)
+        return
+    with tempfile.TemporaryDirectory(prefix="regime-") as scratch:  # deleted, finished or not
+        emit(compare(args, variants, Path(scratch)), args.out)
 
 
 def compare(args: argparse.Namespace, variants: dict[str, dict], work: Path) -> list[str]:

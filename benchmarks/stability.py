@@ -201,24 +201,27 @@ def predicted(first: pd.DataFrame, second: pd.DataFrame, draws: int = 1000,
               for claim in claims_module.load_claims(paper)}
     key = ["claim", "study"]
     both = first.merge(second, on=key, suffixes=("_1", "_2"))
-    bounds = both[["quantity_1", "quantity_low_1", "quantity_high_1", "quantity_2",
-                   "quantity_low_2", "quantity_high_2"]]
+    intervals = both[["quantity_1", "quantity_low_1", "quantity_high_1", "quantity_2",
+                      "quantity_low_2", "quantity_high_2"]]
     # a predicted order's interval is of the side its losses predict better, which two runs
     # may name differently, and none where they predict nothing: such rows are not drawn
     predicted = both["claim"].map(lambda claim: claims[claim].kind == "predicted")
     both = both[both["verdict_1"].isin(TESTABLE) & both["verdict_2"].isin(TESTABLE)
-                & (both["replicates_1"] >= 2) & np.isfinite(bounds).all(axis=1) & ~predicted]
+                & (both["replicates_1"] >= 2) & np.isfinite(intervals).all(axis=1) & ~predicted]
     rng = np.random.default_rng(seed)
     rows = []
     for row in both.itertuples(index=False):
         now = int(row.replicates_1)
         t = student_half_width(1.0, now - 1)
-        # a cost's interval is over its logs (uncertainty.geometric): it is drawn on them
-        logged = (claims[row.claim].metric in claims_module.COSTS
-                  and min(row.quantity_low_1, row.quantity_low_2) > 0)  # else a cost with a 0
-        read = np.log if logged else np.asarray
-        value, low, high = (read([getattr(row, f"quantity{part}_{run}") for run in (1, 2)])
+        value, low, high = (np.array([getattr(row, f"quantity{part}_{run}") for run in (1, 2)])
                             for part in ("", "_low", "_high"))
+        # a cost's interval over its logs (uncertainty.geometric) is drawn on them: such an
+        # interval is symmetric on the log scale, value^2 = low x high (one on the raw scale,
+        # a cost with a 0 among its replicates, is value^2 - half-width^2)
+        logged = (claims[row.claim].metric in claims_module.COSTS and (low > 0).all()
+                  and np.allclose(value**2, low * high, rtol=1e-9))
+        if logged:
+            value, low, high = np.log(value), np.log(low), np.log(high)
         spreads = (high - low) / 2 / t * np.sqrt(now)
         centre, spread = value.mean(), np.sqrt(np.mean(np.square(spreads)))
         out = {"claim": row.claim, "study": row.study, "replicates": now,

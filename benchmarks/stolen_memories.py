@@ -118,8 +118,9 @@ def measure_run(run: Path, studies: list[str] | None, arrays: Path | None) -> li
     from miarepro import config, io, pipeline
     from miarepro.attacks import get_attack
 
-    settings = config.validate(yaml.safe_load(run_config(run).read_text()))
-    lines = ["| study | fit s |", "|---|---|"]
+    path = run_config(run)
+    settings = config.validate(yaml.safe_load(path.read_text()))
+    lines = [f"Settings from {path}.", "", "| study | fit s |", "|---|---|"]
     for card_path in sorted(run.glob("results/studies/*/fits/stolen_memories-*/0.json")):
         name = card_path.parts[-4]
         if studies and name not in studies:

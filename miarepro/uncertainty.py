@@ -406,8 +406,6 @@ class Estimate:
         return bool(low <= self.value <= high)
 
     def _paired(self, other: Estimate, combine) -> Estimate:
-        if self.log_scale or other.log_scale:
-            raise ValueError("estimates on the log scale compare by their ratio alone")
         if (self.method != other.method or self.draws.shape != other.draws.shape
                 or self.method == "binomial"):
             raise ValueError("a paired comparison needs estimates of the same targets and "
@@ -421,6 +419,8 @@ class Estimate:
 
     def __sub__(self, other: Estimate) -> Estimate:
         """Paired difference: both estimates must come from the same targets or replicates."""
+        if self.log_scale or other.log_scale:
+            raise ValueError("estimates on the log scale compare by their ratio alone")
         return self._paired(other, np.subtract)
 
     def ratio(self, other: Estimate) -> Estimate:
@@ -436,9 +436,7 @@ class Estimate:
         is the geometric mean of the per-run ratios, on the log scale too.
         """
         if self.log_scale and other.log_scale:
-            plain = [replace(e, log_scale=False) for e in (self, other)]
-            paired = plain[0]._paired(plain[1], np.divide)
-            return replace(paired, log_scale=True)
+            return replace(self._paired(other, np.divide), log_scale=True)
         if self.log_scale or other.log_scale:  # against a cost with a 0: both on the raw scale
             return _arithmetic(self).ratio(_arithmetic(other))
         paired = self._paired(other, np.divide)

@@ -192,6 +192,11 @@ def on_retry(value, attempt):
     return value * 2 ** (attempt - 1)
 
 
+def time_on_retry(minutes, attempt):
+    """A job's time, doubled on each retry (:func:`on_retry`) up to ``max_runtime_min``."""
+    return min(on_retry(minutes, attempt), config["resources"]["max_runtime_min"])
+
+
 @stored_signature
 def retry_memory(wildcards, attempt):
     """The study's memory, doubled on each retry (:func:`on_retry`)."""
@@ -225,7 +230,7 @@ def score_memory(wildcards, attempt):
 @stored_signature
 def score_runtime(wildcards, attempt):
     """A score job's time, the study's, doubled on each retry."""
-    return on_retry(study_resources(wildcards)["score_runtime_min"], attempt)
+    return time_on_retry(study_resources(wildcards)["score_runtime_min"], attempt)
 
 
 @stored_signature
@@ -235,14 +240,15 @@ def training_runtime(wildcards, attempt):
     per_model = study_resources(wildcards)["train_runtime_min"]
     models = (1 if "tens" not in wildcards.keys() else
               bundle_sizes().get((wildcards.study, wildcards.role, wildcards.tens), 10))
-    return on_retry(per_model * models, attempt)
+    return time_on_retry(per_model * models, attempt)
 
 
 @stored_signature
 def fit_runtime(wildcards, attempt):
     """A fit's (or a model-scoring job's) time, the study's, doubled on each retry."""
     resources = study_resources(wildcards)
-    return on_retry(resources.get("fit_runtime_min", resources["train_runtime_min"]), attempt)
+    return time_on_retry(resources.get("fit_runtime_min", resources["train_runtime_min"]),
+                         attempt)
 
 
 @stored_signature

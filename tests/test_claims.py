@@ -1060,12 +1060,14 @@ def test_a_cost_over_repetitions_is_timed_in_each(monkeypatch):
     config = {"studies": {"s": {"split": {"scheme": "partition"}, "targets": 3,
                                 "attacks": {}}}}
     assert cl._measure("s", "bmia", "gpu_minutes", config).method == "targets"
-    cost = cl._over_replicates(["s"], "bmia", "gpu_minutes", config)
+    monkeypatch.setattr(cl, "_failed_fits", lambda *_: "")
+    cost, other = cl._side_estimates(claim("ratio_at_most", 0.13, metric="gpu_minutes"), "s",
+                                     [{}, {}], ["bmia", "lira"], config)
     logs = np.log([1.0, 2.0, 1.5])
     half = 4.302653 * np.std(logs, ddof=1) / np.sqrt(3)
     assert cost.log_scale and cost.value == pytest.approx(np.exp(logs.mean()))
     assert cost.interval() == pytest.approx(np.exp([logs.mean() - half, logs.mean() + half]))
-    ratio = cost.ratio(cl._over_replicates(["s"], "lira", "gpu_minutes", config))
+    ratio = cost.ratio(other)
     per_repetition = np.array([60.0 / 600.0, 120.0 / 900.0, 90.0 / 750.0])
     np.testing.assert_allclose(ratio.draws, per_repetition)
     assert ratio.value == pytest.approx(np.exp(np.log(per_repetition).mean()))
@@ -1083,12 +1085,14 @@ def test_scoring_seconds_over_repetitions_are_each_targets_own(monkeypatch):
         {"score_seconds": seconds[attack], "model_seconds": 100.0, "fit_seconds": 100.0}))
     config = {"studies": {"s": {"split": {"scheme": "partition"}, "targets": 3,
                                 "attacks": {}}}}
-    cost = cl._over_replicates(["s"], "n300", "seconds", config)
+    monkeypatch.setattr(cl, "_failed_fits", lambda *_: "")
+    cost, other = cl._side_estimates(claim("ratio_at_most", 2.0, metric="seconds"), "s",
+                                     [{}, {}], ["n300", "n10"], config)
     logs = np.log([3.9, 4.0, 4.1])
     assert cost.method == "targets" and cost.value == pytest.approx(np.exp(logs.mean()))
     half = 4.302653 * np.std(logs, ddof=1) / np.sqrt(3)
     assert cost.interval() == pytest.approx(np.exp([logs.mean() - half, logs.mean() + half]))
-    ratio = cost.ratio(cl._over_replicates(["s"], "n10", "seconds", config))
+    ratio = cost.ratio(other)
     assert ratio.value == pytest.approx(np.exp(logs.mean()))
     assert cl.decide(claim("ratio_at_most", 2.0), ratio) == "fails"
 

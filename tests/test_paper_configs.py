@@ -148,14 +148,20 @@ def test_the_gpu_smoke_config_fits_every_attack_side_model(tmp_path):
     assert fits == {"bmia", "qmia", "hessian", "stolen_memories", "subpop", "merlin"}, fits
 
 
-@pytest.mark.parametrize("path", [ROOT / "config" / "config.yaml",
-                                  ROOT / "config" / "papers" / "stolen-memories.yaml"],
-                         ids=lambda path: path.stem)  # the configs with defended studies
-def test_a_defended_study_keeps_its_undefended_studys_deviations(path):
+def test_a_defended_study_keeps_its_undefended_studys_deviations():
     """A study under DP-SGD or dropout (``<study>-eps-*``, ``<study>-dropout``) repeats the
     deviations of the study it defends (its recipe's assumptions, the fit's choices): a YAML
     merge replaces a list, so a defended study's own list once left them out. A deviation that
     names an attack the defended study does not run (shadow-bb) is exempt."""
+    checked = 0
+    for path in [ROOT / "config" / "config.yaml",
+                 *(ROOT / "config" / "papers" / f"{p}.yaml" for p in PAPERS)]:
+        checked += _defended_studies_checked(path)
+    assert checked >= 20, checked  # the default config's and Stolen Memories' paper config's
+
+
+def _defended_studies_checked(path: Path) -> int:
+    """Check each defended study of the config at ``path``; how many there are."""
     studies = yaml.safe_load(path.read_text())["studies"]
     checked = 0
     for name, study in studies.items():
@@ -169,12 +175,13 @@ def test_a_defended_study_keeps_its_undefended_studys_deviations(path):
                    if d not in study.get("deviations", [])
                    and not any(d.startswith(label) for label in absent)]
         assert not missing, f"{path.name}: {name} leaves out {missing}"
-    assert checked >= 3, checked
+    return checked
 
 
 def test_a_retried_job_asks_for_twice_the_memory_and_time(tmp_path):
     """A job the cluster kills for its memory or its time fails alike to Snakemake; its one
-    retry (slurm/profile.yaml) asks for twice both, in every rule that asks a cluster for them.
+    retry (slurm/profile.yaml) asks for twice both, in every rule that asks a cluster for them;
+    the time no more than ``resources.max_runtime_min`` (3 days) however often it is retried.
     Read from the workflow as Snakemake loads it, with the default config."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import (
@@ -203,8 +210,9 @@ def test_a_retried_job_asks_for_twice_the_memory_and_time(tmp_path):
                 resource = rule.resources.get(name)
                 if resource is not None and resource.is_evaluable():  # a rule's own function
                     asked[rule.name, name] = [resource.evaluate(wildcards, attempt=attempt).value
-                                              for attempt in (1, 2)]
+                                              for attempt in (1, 2, 10)]
     assert {"score", "score_models", "fit", "train", "train_tens"} <= {r for r, _ in asked}
-    for (rule, name), (first, second) in asked.items():
+    for (rule, name), (first, second, tenth) in asked.items():
         assert second == 2 * first > 0, (rule, name, first, second)
+        assert tenth == (4320 if name == "runtime" else 2**9 * first), (rule, name, tenth)
 

@@ -459,16 +459,16 @@ def replication(claim: Claim, study: str, outcome: str, quantity: Estimate,
     interval is not over replicates, targets or two studies' (Welch): a bootstrap over one
     trained realisation's records, or one run's timing noise, cannot see a rerun's training.
 
-    The replicate-level quantity (a cost's log) is modelled as normal, and a rerun drawn from
-    its posterior predictive given this run's ``n`` values (Jeffreys prior): a spread ``sigma``
-    drawn from ``s^2 (n - 1) / chi^2_(n-1)``, a true mean from ``N(mean, sigma^2 / n)``, then
-    the rerun's mean from ``N(true mean, sigma^2 / n)`` and its spread from ``sigma^2
-    chi^2_(n-1) / (n - 1)``; the rerun is decided by the claim's own rule: for ``matched_best``
-    over ``rivals`` rivals, it fails at their Bonferroni level, as :func:`matched_best_verdict`
-    decides (``quantity`` is the difference from the rival the row is decided against). A
-    verdict whose interval ends near the claimed boundary gets about one half, whatever the
-    replicate count. Only the interval is redrawn: whether a rerun's attacks stay
-    distinguishable from chance ("no signal") is not modelled, nor, for a predicted order,
+    The replicate-level quantity (a cost's log, where it is read so) is modelled as normal, and
+    a rerun drawn from its posterior predictive given this run's ``n`` values (Jeffreys prior):
+    a spread ``sigma`` drawn from ``s^2 (n - 1) / chi^2_(n-1)``, a true mean from ``N(mean,
+    sigma^2 / n)``, then the rerun's mean from ``N(true mean, sigma^2 / n)`` and its spread from
+    ``sigma^2 chi^2_(n-1) / (n - 1)``; the rerun is decided by the claim's own rule: for
+    ``matched_best`` over ``rivals`` rivals, it fails at their Bonferroni level, as
+    :func:`matched_best_verdict` decides (``quantity`` is the difference from the rival the row
+    is decided against). A verdict whose interval ends near the claimed boundary gets about one
+    half, whatever the replicate count. Only the interval is redrawn: whether a rerun's attacks
+    stay distinguishable from chance ("no signal") is not modelled, nor, for a predicted order,
     whether a rerun's losses predict the same order. The stability benchmark compares this
     column with the agreement a second run shows."""
     if (outcome not in ("holds", "fails", "inconclusive")
@@ -982,10 +982,13 @@ def _side_estimates(claim: Claim, study: str, specs: list[dict[str, str]],
     if failed := _failed_fits([(study, name) for name in _instances(names)], config):
         return failed
     replicates = replicates_of(study, config)
-    return [_agreement_over(replicates, name, metric, config) if isinstance(name, Pair)
-            else _paired_sum([_over_replicates(replicates, one, metric, config)
-                              for one in _instances([name])])
-            for name, metric in zip(names, metrics, strict=True)]
+    sides = [_agreement_over(replicates, name, metric, config) if isinstance(name, Pair)
+             else _paired_sum([_over_replicates(replicates, one, metric, config)
+                               for one in _instances([name])])
+             for name, metric in zip(names, metrics, strict=True)]
+    # a cost over several runs on the log scale (:func:`miarepro.uncertainty.geometric`)
+    return [uncertainty.geometric(side) if metric in COSTS else side
+            for side, metric in zip(sides, metrics, strict=True)]
 
 
 def _paired_sum(estimates: list[Estimate]) -> Estimate:
@@ -1177,11 +1180,9 @@ def _level(over: str, study: str, study_config: dict[str, Any]) -> float | None:
 def _over_replicates(replicates: list[str], attack: str, metric: str,
                      config: dict[str, Any]) -> Estimate:
     """An attack's metric in a study: over its replicates where it has several (the interval
-    then holds training's variance), else from its one run (targets or audited records); a
-    cost over several runs on the log scale (:func:`miarepro.uncertainty.geometric`)."""
+    then holds training's variance), else from its one run (targets or audited records)."""
     found = [_measure(study, attack, metric, config) for study in replicates]
-    estimate = found[0] if len(found) == 1 else uncertainty.over_replicates(found)
-    return uncertainty.geometric(estimate) if metric in COSTS else estimate
+    return found[0] if len(found) == 1 else uncertainty.over_replicates(found)
 
 
 def _agreement_over(replicates: list[str], pair: Pair, metric: str,
@@ -1366,7 +1367,8 @@ VERDICT_TEXT = (
     "says which). An `equals` claim (a theorem's value) holds when the interval lies within "
     "its margin of the value and fails when it lies wholly beyond it. A cost (minutes, "
     "seconds) over replicates is their geometric mean, its interval that of their logs "
-    "taken back; timed once, it is spread by the run's timing noise.")
+    "taken back (but where a replicate costs 0); timed once, it is spread by the run's timing "
+    "noise.")
 
 
 def build(name: str, settings: dict[str, Any], config: dict[str, Any], prefix: str) -> None:
