@@ -99,6 +99,13 @@ def rates_at(member: np.ndarray, score: np.ndarray, fpr: float) -> tuple[float, 
             if len(flagged) else (0.0, 0.0))
 
 
+def precision_at(member: np.ndarray, score: np.ndarray, fpr: float) -> float:
+    """Precision at the conservative threshold: TPR over TPR plus the realised FPR (1/2 where
+    nothing is flagged)."""
+    tpr, realised = rates_at(member, score, fpr)
+    return tpr / (tpr + realised) if tpr + realised > 0 else 0.5
+
+
 def calls_at(member: np.ndarray, score: np.ndarray, fpr: float) -> np.ndarray:
     """Member calls at the conservative threshold: strictly above the (k+1)-th highest
     non-member, k = floor(fpr n_out)."""
@@ -129,8 +136,7 @@ def chance_at(group: pd.DataFrame, metric: str, draws: int = 2000) -> float | No
     if metric.startswith("tpr@"):
         return (math.floor(fpr * n_out + 1e-9) + 1) / (n_out + 1)
     rng = np.random.default_rng(0)
-    return float(np.mean([target_value(pd.DataFrame({"member": member,
-                                                     "score": rng.random(len(member))}), metric)
+    return float(np.mean([precision_at(member, rng.random(len(member)), fpr)
                           for _ in range(draws)]))
 
 
@@ -148,9 +154,8 @@ def target_value(group: pd.DataFrame, metric: str) -> float:
     if metric.startswith(("pinball@", "fpr@")):  # per-sample columns, non-members' mean
         return float(group.loc[~member, metric].to_numpy(float).mean())
     if (fpr := fpr_of(metric)) is not None:
-        tpr, realised = rates_at(member, score, fpr)
-        precision = tpr / (tpr + realised) if tpr + realised > 0 else 0.5
-        return tpr if metric.startswith("tpr@") else precision
+        return (rates_at(member, score, fpr)[0] if metric.startswith("tpr@")
+                else precision_at(member, score, fpr))
     base, _, level = metric.partition("@cal")  # Stolen Memories' decisions on its audits
     calls = group["decision" + (f"@cal{level}" if level else "")].to_numpy(bool)
     tpr, fpr = calls[member].mean(), calls[~member].mean()  # advantage: Yeom et al.'s
